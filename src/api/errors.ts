@@ -1,0 +1,56 @@
+/**
+ * The only place domain failures become GraphQL errors. Each carries a literal
+ * extensions.code; anything not recognised is masked as INTERNAL_SERVER_ERROR
+ * (and logged by the server), so no stack trace or internal message reaches a
+ * caller.
+ */
+
+import { unwrapResolverError } from "@apollo/server/errors";
+import { GraphQLError, type GraphQLFormattedError } from "graphql";
+import { ConflictError, NotFoundError, UnavailableError, ValidationError } from "../domain/errors.js";
+
+export const ErrorCode = {
+  BAD_USER_INPUT: "BAD_USER_INPUT",
+  NOT_FOUND: "NOT_FOUND",
+  CONFLICT: "CONFLICT",
+  UNAUTHENTICATED: "UNAUTHENTICATED",
+  FORBIDDEN: "FORBIDDEN",
+  SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
+  INTERNAL_SERVER_ERROR: "INTERNAL_SERVER_ERROR",
+} as const;
+
+/** Codes raised by GraphQL itself (parse, validation, coercion) or by us, passed through as they are. */
+const PUBLIC_CODES = new Set<string>([
+  ...Object.values(ErrorCode),
+  "GRAPHQL_PARSE_FAILED",
+  "GRAPHQL_VALIDATION_FAILED",
+  "PERSISTED_QUERY_NOT_FOUND",
+  "PERSISTED_QUERY_NOT_SUPPORTED",
+  "OPERATION_RESOLUTION_FAILURE",
+  "BAD_REQUEST",
+]);
+
+/** Turns a thrown domain error into the GraphQL error the caller sees; null for anything unexpected. */
+export function toGraphQLError(error: unknown): GraphQLError | null {
+  if (error instanceof ValidationError) {
+    return new GraphQLError(error.message, { extensions: { code: ErrorCode.BAD_USER_INPUT, field: error.field } });
+  }
+  if (error instanceof NotFoundError) return new GraphQLError(error.message, { extensions: { code: ErrorCode.NOT_FOUND } });
+  if (error instanceof ConflictError) return new GraphQLError(error.message, { extensions: { code: ErrorCode.CONFLICT } });
+  if (error instanceof UnavailableError) {
+    return new GraphQLError(error.message, { extensions: { code: ErrorCode.SERVICE_UNAVAILABLE } });
+  }
+  return null;
+}
+
+export function formatError(formatted: GraphQLFormattedError, error: unknown, onUnexpected: (error: unknown) => void): GraphQLFormattedError {
+  const original = unwrapResolverError(error);
+  const mapped = toGraphQLError(original);
+  if (mapped) return { message: mapped.message, locations: formatted.locations, path: formatted.path, extensions: { ...mapped.extensions } };
+  const code = formatted.extensions?.code;
+  if (typeof code === "string" && PUBLIC_CODES.has(code)) {
+    return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: { code } };
+  }
+  onUnexpected(original);
+  return { message: "Internal server error", path: formatted.path, extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR } };
+}

@@ -1,0 +1,48 @@
+import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from "type-graphql";
+import { windowSecondsOf, type Rule } from "../../domain/rule.js";
+import type { ApiContext } from "../context.js";
+import { CreateRuleInput, UpdateRuleInput } from "../types/rule.input.js";
+import { RuleType } from "../types/rule.type.js";
+
+@Resolver(() => RuleType)
+export class RuleResolver {
+  @Query(() => RuleType, { nullable: true })
+  rule(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Rule | null {
+    return ctx.services.rules.get(id);
+  }
+
+  @Query(() => [RuleType])
+  rules(@Arg("tenantId", () => String, { nullable: true }) tenantId: string | null, @Ctx() ctx: ApiContext): Rule[] {
+    return ctx.services.rules.list(tenantId);
+  }
+
+  @Mutation(() => RuleType)
+  createRule(@Arg("input", () => CreateRuleInput) input: CreateRuleInput, @Ctx() ctx: ApiContext): Promise<Rule> {
+    return ctx.services.rules.create({ ...input });
+  }
+
+  @Mutation(() => RuleType, { description: "Fails with extensions.code CONFLICT when expectedVersion is given and is not the rule's version." })
+  updateRule(
+    @Arg("id", () => ID) id: string,
+    @Arg("input", () => UpdateRuleInput) input: UpdateRuleInput,
+    @Arg("expectedVersion", () => Int, { nullable: true }) expectedVersion: number | null,
+    @Ctx() ctx: ApiContext,
+  ): Promise<Rule> {
+    return ctx.services.rules.update(id, { ...input }, expectedVersion);
+  }
+
+  @Mutation(() => Boolean)
+  deleteRule(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Promise<boolean> {
+    return ctx.services.rules.delete(id);
+  }
+
+  @Mutation(() => Boolean, { description: 'Forget one bucket\'s state, e.g. resetLimit(ruleId, "user:u42").' })
+  resetLimit(@Arg("ruleId", () => ID) ruleId: string, @Arg("key", () => String) key: string, @Ctx() ctx: ApiContext): Promise<boolean> {
+    return ctx.services.rules.resetLimit(ruleId, key);
+  }
+
+  @FieldResolver(() => Int)
+  windowSeconds(@Root() rule: Rule): number {
+    return windowSecondsOf(rule.window, rule.windowUnit);
+  }
+}

@@ -1,0 +1,106 @@
+import { Field, InputType, Int, ObjectType } from "type-graphql";
+import type { Action } from "../../domain/rule.js";
+import { ActionEnum } from "./enums.js";
+import { RuleType } from "./rule.type.js";
+
+@InputType()
+export class CheckLimitsInput {
+  @Field(() => String)
+  tenantId!: string;
+
+  @Field(() => String, { nullable: true })
+  userId?: string | null;
+
+  @Field(() => String, { nullable: true })
+  ip?: string | null;
+
+  @Field(() => String, { nullable: true })
+  apiKey?: string | null;
+
+  @Field(() => String, { nullable: true })
+  userAgent?: string | null;
+
+  @Field(() => String, { nullable: true, description: 'The path being requested, e.g. "/api/v1/orders".' })
+  resource?: string | null;
+
+  @Field(() => String, { nullable: true })
+  method?: string | null;
+
+  @Field(() => Int, { nullable: true, defaultValue: 1, description: "How many units this request consumes." })
+  cost?: number | null;
+
+  @Field(() => Boolean, { nullable: true, defaultValue: false, description: "Evaluate without consuming anything." })
+  dryRun?: boolean | null;
+}
+
+@ObjectType("HttpHeader")
+export class HttpHeaderType {
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => String)
+  value!: string;
+}
+
+@ObjectType("RuleResult", { description: "One rule's verdict on one request." })
+export class RuleResultType {
+  @Field(() => RuleType)
+  rule!: RuleType;
+
+  @Field(() => String, { description: 'The bucket this request counted against, e.g. "user:u42".' })
+  key!: string;
+
+  @Field(() => Boolean)
+  allowed!: boolean;
+
+  @Field(() => Int)
+  limit!: number;
+
+  @Field(() => Int)
+  remaining!: number;
+
+  @Field(() => Date)
+  resetAt!: Date;
+
+  @Field(() => Int, { nullable: true, description: "Seconds until a request like this one would be allowed; null when allowed." })
+  retryAfter!: number | null;
+
+  @Field(() => Int, { description: "THROTTLE: milliseconds this rule holds the request; 0 otherwise." })
+  delayMs!: number;
+}
+
+@ObjectType("LimitDecision")
+export class LimitDecisionType {
+  @Field(() => Boolean, { description: "False when any rule that applies denies. Nothing is consumed from any rule then." })
+  allowed!: boolean;
+
+  @Field(() => RuleType, { nullable: true, description: "The most restrictive rule that applies; null when no rule applies." })
+  rule!: RuleType | null;
+
+  @Field(() => ActionEnum, { nullable: true })
+  action!: Action | null;
+
+  @Field(() => Int, { nullable: true })
+  limit!: number | null;
+
+  @Field(() => Int, { nullable: true })
+  remaining!: number | null;
+
+  @Field(() => Date, { nullable: true })
+  resetAt!: Date | null;
+
+  @Field(() => Int, { nullable: true, description: "Seconds to wait before retrying; set when allowed is false." })
+  retryAfter!: number | null;
+
+  @Field(() => Int, { nullable: true, description: "THROTTLE: milliseconds to hold the request before serving it." })
+  delayMs!: number | null;
+
+  @Field(() => [RuleResultType], { description: "Every rule that applied, most restrictive first." })
+  results!: RuleResultType[];
+
+  @Field(() => [HttpHeaderType], {
+    description:
+      "Headers to put on the HTTP response as they are: X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, RateLimit-Policy, RateLimit.",
+  })
+  headers!: HttpHeaderType[];
+}

@@ -1,0 +1,60 @@
+import { registerEnumType } from "type-graphql";
+import type { RuleChangeKind } from "../../domain/events.js";
+import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, WINDOW_UNITS } from "../../domain/rule.js";
+
+/** type-graphql registers enums from objects; the domain keeps them as lists of names. */
+function enumObject<T extends string>(values: readonly T[]): { [K in T]: K } {
+  return Object.fromEntries(values.map((v) => [v, v])) as { [K in T]: K };
+}
+
+export const DimensionEnum = enumObject(DIMENSIONS);
+export const AlgorithmEnum = enumObject(ALGORITHMS);
+export const ActionEnum = enumObject(ACTIONS);
+export const FailureModeEnum = enumObject(FAILURE_MODES);
+export const WindowUnitEnum = enumObject(WINDOW_UNITS);
+export const RuleChangeKindEnum = enumObject<RuleChangeKind>(["CREATED", "UPDATED", "DELETED"]);
+
+registerEnumType(DimensionEnum, {
+  name: "Dimension",
+  description: "Which part of a request a rule's buckets are keyed by.",
+  valuesConfig: {
+    TENANT: { description: "The request's tenant: one bucket per tenant." },
+    USER: { description: "The request's userId." },
+    IP: { description: "The request's ip." },
+    API_KEY: { description: "The request's apiKey." },
+    CLIENT: { description: "A fingerprint of the caller: a hash over ip, userAgent and apiKey." },
+    ENDPOINT: { description: 'The request\'s method and resource together, e.g. "POST /api/v1/orders".' },
+  },
+});
+
+registerEnumType(AlgorithmEnum, {
+  name: "Algorithm",
+  valuesConfig: {
+    SLIDING_WINDOW_COUNTER: { description: "Weighted previous + current fixed window (the default)." },
+    TOKEN_BUCKET: { description: "Capacity = burst (default limit), refilled at limit per window." },
+    FIXED_WINDOW: { description: "One counter per aligned window." },
+    SLIDING_WINDOW_LOG: { description: "Exact: one timestamp per admitted request in the trailing window." },
+    LEAKY_BUCKET: { description: "Requests leak at limit per window; up to burst may wait in line." },
+  },
+});
+
+registerEnumType(ActionEnum, {
+  name: "Action",
+  valuesConfig: {
+    REJECT: { description: "Over the limit: deny." },
+    THROTTLE: { description: "Over the limit: admit after a delay (delayMs) while the queue has room; deny when it is full." },
+    LOG_ONLY: { description: "Never deny; report what would have happened (shadow mode)." },
+  },
+});
+
+registerEnumType(FailureModeEnum, {
+  name: "FailureMode",
+  valuesConfig: {
+    OPEN: { description: "Counter store unreachable: allow." },
+    CLOSED: { description: "Counter store unreachable: deny." },
+    LOCAL: { description: "Counter store unreachable: decide with this instance's own in-memory counters." },
+  },
+});
+
+registerEnumType(WindowUnitEnum, { name: "WindowUnit" });
+registerEnumType(RuleChangeKindEnum, { name: "RuleChangeKind" });

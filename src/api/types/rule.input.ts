@@ -1,0 +1,90 @@
+import { Field, InputType, Int } from "type-graphql";
+import type { Action, Algorithm, Dimension, FailureMode, WindowUnit } from "../../domain/rule.js";
+import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, WindowUnitEnum } from "./enums.js";
+
+@InputType()
+export class CreateRuleInput {
+  @Field(() => String)
+  tenantId!: string;
+
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => [DimensionEnum], { nullable: true, defaultValue: [] })
+  scope?: Dimension[] | null;
+
+  @Field(() => String, { nullable: true })
+  resource?: string | null;
+
+  @Field(() => String, { nullable: true })
+  method?: string | null;
+
+  @Field(() => AlgorithmEnum, { nullable: true, defaultValue: "SLIDING_WINDOW_COUNTER" })
+  algorithm?: Algorithm | null;
+
+  @Field(() => Int)
+  limit!: number;
+
+  @Field(() => Int)
+  window!: number;
+
+  @Field(() => WindowUnitEnum, { nullable: true, defaultValue: "SECONDS" })
+  windowUnit?: WindowUnit | null;
+
+  @Field(() => Int, { nullable: true })
+  burst?: number | null;
+
+  @Field(() => ActionEnum, { nullable: true, defaultValue: "REJECT" })
+  action?: Action | null;
+
+  @Field(() => FailureModeEnum, { nullable: true, defaultValue: "OPEN" })
+  failureMode?: FailureMode | null;
+
+  @Field(() => Int, { nullable: true, defaultValue: 0 })
+  priority?: number | null;
+
+  @Field(() => Boolean, { nullable: true, defaultValue: true })
+  enabled?: boolean | null;
+}
+
+@InputType()
+export class UpdateRuleInput {
+  @Field(() => String, { nullable: true })
+  name?: string | null;
+
+  @Field(() => [DimensionEnum], { nullable: true })
+  scope?: Dimension[] | null;
+
+  @Field(() => String, { nullable: true })
+  resource?: string | null;
+
+  @Field(() => String, { nullable: true })
+  method?: string | null;
+
+  @Field(() => AlgorithmEnum, { nullable: true })
+  algorithm?: Algorithm | null;
+
+  @Field(() => Int, { nullable: true })
+  limit?: number | null;
+
+  @Field(() => Int, { nullable: true })
+  window?: number | null;
+
+  @Field(() => WindowUnitEnum, { nullable: true })
+  windowUnit?: WindowUnit | null;
+
+  @Field(() => Int, { nullable: true })
+  burst?: number | null;
+
+  @Field(() => ActionEnum, { nullable: true })
+  action?: Action | null;
+
+  @Field(() => FailureModeEnum, { nullable: true })
+  failureMode?: FailureMode | null;
+
+  @Field(() => Int, { nullable: true })
+  priority?: number | null;
+
+  @Field(() => Boolean, { nullable: true })
+  enabled?: boolean | null;
+}

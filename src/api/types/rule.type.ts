@@ -1,0 +1,63 @@
+import { Field, ID, Int, ObjectType } from "type-graphql";
+import type { Action, Algorithm, Dimension, FailureMode, WindowUnit } from "../../domain/rule.js";
+import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, WindowUnitEnum } from "./enums.js";
+
+@ObjectType("Rule")
+export class RuleType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => String, { description: 'The tenant the rule belongs to; "*" applies it to every tenant.' })
+  tenantId!: string;
+
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => [DimensionEnum], { description: "Dimensions the buckets are keyed by; empty: one bucket shared by every request the rule matches." })
+  scope!: Dimension[];
+
+  @Field(() => String, { nullable: true, description: 'Glob over the request\'s resource ("/api/v1/*", "/api/**"); null matches every resource.' })
+  resource!: string | null;
+
+  @Field(() => String, { nullable: true, description: "HTTP method the rule applies to; null matches every method." })
+  method!: string | null;
+
+  @Field(() => AlgorithmEnum)
+  algorithm!: Algorithm;
+
+  @Field(() => Int)
+  limit!: number;
+
+  @Field(() => Int)
+  window!: number;
+
+  @Field(() => WindowUnitEnum)
+  windowUnit!: WindowUnit;
+
+  @Field(() => Int)
+  windowSeconds!: number;
+
+  @Field(() => Int, { nullable: true, description: "Token bucket capacity, or how many requests may wait in a leaky bucket." })
+  burst!: number | null;
+
+  @Field(() => ActionEnum)
+  action!: Action;
+
+  @Field(() => FailureModeEnum)
+  failureMode!: FailureMode;
+
+  @Field(() => Int, { description: "Higher first when several rules decide alike." })
+  priority!: number;
+
+  @Field(() => Boolean)
+  enabled!: boolean;
+
+  @Field(() => Int, { description: "Increases by one on every change." })
+  version!: number;
+
+  @Field(() => Date)
+  createdAt!: Date;
+
+  @Field(() => Date)
+  updatedAt!: Date;
+}

@@ -1,0 +1,75 @@
+/**
+ * Every setting, read once from the environment into one typed object. A bad
+ * value stops the start with a message naming the variable.
+ */
+
+import { resolve } from "node:path";
+
+export interface Settings {
+  port: number;
+  host: string;
+  /** Postgres for rules; null: embedded PGlite under dataDir. */
+  databaseUrl: string | null;
+  dataDir: string;
+  /** Redis for counters; null: in-process counters. */
+  redisUrl: string | null;
+  redisKeyPrefix: string;
+  /** Page pairs per rule that buckets are spread over (changing it forgets every counter). */
+  redisPages: number;
+  production: boolean;
+  logLevel: string;
+  introspection: boolean;
+  maxBodyBytes: number;
+}
+
+export class SettingsError extends Error {}
+
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const production = env.NODE_ENV === "production";
+  return {
+    port: integer(env, "PORT", 4000, 0, 65535),
+    host: env.HOST || "0.0.0.0",
+    databaseUrl: url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
+    dataDir: resolve(env.DATA_DIR || ".data"),
+    redisUrl: url(env, "REDIS_URL", ["redis:", "rediss:"]),
+    redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "fg:",
+    redisPages: integer(env, "REDIS_PAGES", 16384, 1, 1 << 20),
+    production,
+    logLevel: env.LOG_LEVEL || "info",
+    introspection: boolean(env, "INTROSPECTION", !production),
+    maxBodyBytes: integer(env, "MAX_BODY_BYTES", 1 << 20, 1024, 64 << 20),
+  };
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new SettingsError(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(raw)})`);
+  }
+  return value;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (["1", "true", "yes", "on"].includes(raw.toLowerCase())) return true;
+  if (["0", "false", "no", "off"].includes(raw.toLowerCase())) return false;
+  throw new SettingsError(`${name} must be true or false (got ${JSON.stringify(raw)})`);
+}
+
+function url(env: NodeJS.ProcessEnv, name: string, protocols: string[]): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new SettingsError(`${name} is not a URL`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new SettingsError(`${name} must start with ${protocols.map((p) => `${p}//`).join(" or ")} (got ${parsed.protocol}//)`);
+  }
+  return raw;
+}

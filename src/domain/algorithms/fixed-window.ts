@@ -1,0 +1,47 @@
+/**
+ * FIXED_WINDOW: one counter per window aligned on the epoch.
+ *
+ * Under THROTTLE a request that does not fit this window waits for the start
+ * of the next one and is counted there (`next`), so a downstream never sees
+ * more than the limit in any window; when the next window is full too, the
+ * request is refused.
+ *
+ * The state carries its window length: after a rule's window changes, what
+ * was counted stays counted, in the current window of the new length.
+ */
+
+import { admitted, beyondCapacity, refused, type CounterState, type Evaluate, type Usage } from "./types.js";
+
+export const evaluateFixedWindow: Evaluate = (state, now, params, cost) => {
+  const { limit, windowMs } = params;
+  const [window, current, next] = rollForward(state, Math.floor(now / windowMs), windowMs);
+  const windowEnd = (window + 1) * windowMs;
+  const usage = (curr: number, queued: number): Usage => ({
+    remaining: Math.max(0, limit - curr - queued),
+    resetAtMs: queued > 0 ? windowEnd + windowMs : curr > 0 ? windowEnd : now,
+  });
+  const currentUsage = usage(current, next);
+  if (cost > limit) return beyondCapacity(state, currentUsage, params);
+
+  if (current + cost <= limit) {
+    return admitted([window, current + cost, next, windowMs], 0, usage(current + cost, next), currentUsage);
+  }
+  const throttle = params.action === "THROTTLE";
+  if (throttle && next + cost <= limit) {
+    return admitted([window, current, next + cost, windowMs], windowEnd - now, usage(current, next + cost), currentUsage);
+  }
+  // At the next window `next` becomes the count; under THROTTLE a request can always queue then.
+  const waitWindows = throttle || next + cost <= limit ? 0 : 1;
+  return refused(state, windowEnd + waitWindows * windowMs - now, currentUsage);
+};
+
+function rollForward(state: CounterState | undefined, window: number, windowMs: number): [number, number, number] {
+  if (state === undefined || state.length < 4) return [window, 0, 0];
+  const [stored, current, next, storedWindowMs] = state as [number, number, number, number];
+  if (storedWindowMs !== windowMs) return [window, current + next, 0];
+  if (stored >= window) return [stored, current, next];
+  if (stored === window - 1) return [window, next, 0];
+  return [window, 0, 0];
+}
+
+export const fixedWindowHorizonMs = (windowMs: number): number => 2 * windowMs;

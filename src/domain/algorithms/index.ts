@@ -1,0 +1,83 @@
+/**
+ * The decision arithmetic in TypeScript: one function per algorithm, and the
+ * all-or-nothing combination of a request's rules. The in-memory counter store
+ * runs exactly this; lua/decide.lua is its twin for Redis, and the shared
+ * conformance and property tests hold the two together.
+ */
+
+import type { Action, Algorithm } from "../rule.js";
+import { evaluateFixedWindow, fixedWindowHorizonMs } from "./fixed-window.js";
+import { evaluateLeakyBucket, evaluateTokenBucket, meterHorizonMs } from "./meter.js";
+import { evaluateSlidingWindowCounter, slidingWindowCounterHorizonMs } from "./sliding-window-counter.js";
+import { evaluateSlidingWindowLog, slidingWindowLogExpiresAt } from "./sliding-window-log.js";
+import type { CounterState, Evaluate, Evaluation, LimitParams } from "./types.js";
+
+export * from "./types.js";
+export { MAX_EXACT } from "./integer.js";
+
+const EVALUATORS: Record<Algorithm, Evaluate> = {
+  SLIDING_WINDOW_COUNTER: evaluateSlidingWindowCounter,
+  TOKEN_BUCKET: evaluateTokenBucket,
+  FIXED_WINDOW: evaluateFixedWindow,
+  SLIDING_WINDOW_LOG: evaluateSlidingWindowLog,
+  LEAKY_BUCKET: evaluateLeakyBucket,
+};
+
+export function evaluate(state: CounterState | undefined, nowMs: number, params: LimitParams, cost: number): Evaluation {
+  return EVALUATORS[params.algorithm](state, nowMs, params, cost);
+}
+
+/** Until when a stored state can still change a decision; after that it is as good as absent. */
+export function stateExpiresAt(state: CounterState, nowMs: number, params: LimitParams): number {
+  switch (params.algorithm) {
+    case "FIXED_WINDOW":
+      return nowMs + fixedWindowHorizonMs(params.windowMs);
+    case "SLIDING_WINDOW_COUNTER":
+      return nowMs + slidingWindowCounterHorizonMs(params.windowMs);
+    case "TOKEN_BUCKET":
+    case "LEAKY_BUCKET":
+      return nowMs + meterHorizonMs(params);
+    case "SLIDING_WINDOW_LOG":
+      return slidingWindowLogExpiresAt(state, nowMs, params.windowMs);
+  }
+}
+
+/** One rule's part in a decided request. */
+export interface BucketOutcome {
+  conforming: boolean;
+  remaining: number;
+  resetAtMs: number;
+  retryAfterMs: number | null;
+  delayMs: number;
+}
+
+export interface CombinedDecision {
+  allowed: boolean;
+  outcomes: BucketOutcome[];
+  /** Which buckets take the request's units: only when it is allowed, not a dry run, and the rule conforms. */
+  consumes: boolean[];
+}
+
+/**
+ * The request is allowed only if every enforcing rule conforms (LOG_ONLY rules
+ * never deny). Then each conforming rule counts it; a shadow rule that would
+ * have refused counts nothing, exactly as if it were enforced alone. When the
+ * request is denied nothing is counted anywhere, and every rule reports its
+ * bucket as it stands.
+ */
+export function combine(evaluations: readonly Evaluation[], actions: readonly Action[], dryRun: boolean): CombinedDecision {
+  const allowed = evaluations.every((e, i) => e.verdict.conforming || actions[i] === "LOG_ONLY");
+  const outcomes = evaluations.map(({ verdict }) => {
+    const counted = allowed && verdict.conforming;
+    const usage = counted ? verdict.ifAdmitted : verdict.current;
+    return {
+      conforming: verdict.conforming,
+      remaining: usage.remaining,
+      resetAtMs: usage.resetAtMs,
+      retryAfterMs: verdict.retryAfterMs,
+      delayMs: counted ? verdict.delayMs : 0,
+    };
+  });
+  const consumes = evaluations.map((e) => allowed && !dryRun && e.verdict.conforming);
+  return { allowed, outcomes, consumes };
+}

@@ -1,0 +1,71 @@
+import type { Action, Algorithm } from "../rule.js";
+
+/** What an algorithm needs of a rule, with time in milliseconds. */
+export interface LimitParams {
+  algorithm: Algorithm;
+  limit: number;
+  windowMs: number;
+  /** Token bucket capacity or leaky bucket line length (burst, default limit); equal to limit elsewhere. */
+  capacity: number;
+  action: Action;
+}
+
+/**
+ * A bucket's stored state: a short tuple of integers, the same fields in the
+ * same order as the Lua scripts store them (joined by ":").
+ *   FIXED_WINDOW            [window index, current, next, window_ms]
+ *   SLIDING_WINDOW_COUNTER  [window index, previous, current, next, window_ms]
+ *   TOKEN_BUCKET / LEAKY    [debt in 1/window_ms units, time of debt, window_ms]
+ *   SLIDING_WINDOW_LOG      [release time of each unit, oldest first]
+ */
+export type CounterState = readonly number[];
+
+export interface Usage {
+  remaining: number;
+  /** When the bucket is back to its full limit if nothing else arrives. */
+  resetAtMs: number;
+}
+
+/** One rule's verdict on one request, before the request as a whole is decided. */
+export interface Verdict {
+  /** The rule admits the request (for THROTTLE: possibly after delayMs). */
+  conforming: boolean;
+  /** THROTTLE: how long the request waits in line before it is served. */
+  delayMs: number;
+  /** When not conforming: how long until a request of this cost would conform. */
+  retryAfterMs: number | null;
+  /** The bucket once this request's units are counted. */
+  ifAdmitted: Usage;
+  /** The bucket as it stands, nothing counted. */
+  current: Usage;
+}
+
+export interface Evaluation {
+  verdict: Verdict;
+  /** The state to store if the request is admitted. */
+  next: CounterState;
+}
+
+export type Evaluate = (state: CounterState | undefined, nowMs: number, params: LimitParams, cost: number) => Evaluation;
+
+/**
+ * A request costing more than the rule can ever hold is refused, with the
+ * rule's window as retryAfter: a bounded answer, not an endless wait.
+ */
+export function beyondCapacity(state: CounterState | undefined, current: Usage, params: LimitParams): Evaluation {
+  return {
+    verdict: { conforming: false, delayMs: 0, retryAfterMs: params.windowMs, ifAdmitted: current, current },
+    next: state ?? [],
+  };
+}
+
+export function admitted(next: CounterState, delayMs: number, ifAdmitted: Usage, current: Usage): Evaluation {
+  return { verdict: { conforming: true, delayMs, retryAfterMs: null, ifAdmitted, current }, next };
+}
+
+export function refused(state: CounterState | undefined, retryAfterMs: number, current: Usage): Evaluation {
+  return {
+    verdict: { conforming: false, delayMs: 0, retryAfterMs, ifAdmitted: current, current },
+    next: state ?? [],
+  };
+}

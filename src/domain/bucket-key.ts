@@ -1,0 +1,79 @@
+/**
+ * The one place a bucket's identity is built. A bucket is (rule id, key); the
+ * key names the request's values for the rule's scope, e.g. "user:u42" or
+ * "tenant:acme|ip:10.0.0.1", and is what RuleResult.key shows and resetLimit
+ * takes.
+ *
+ * No two different requests can produce the same key by accident or by
+ * design: dimensions appear in one fixed order, each labelled, and the two
+ * characters with meaning ("|" between dimensions, "%" for escapes) are
+ * percent-escaped inside values. A rule of tenant "*" keys by tenant too
+ * (unless its scope is empty: then it is one global bucket), so tenants never
+ * share a bucket through a global rule. API keys are secrets: their buckets
+ * are named by a hash, never by the key itself.
+ */
+
+import { createHash } from "node:crypto";
+import type { CheckRequest } from "./request.js";
+import { ALL_TENANTS, DIMENSIONS, type Dimension } from "./rule.js";
+
+/** The key of the single bucket of a rule with an empty scope. */
+export const WHOLE_RULE_KEY = "*";
+
+const LABELS: Record<Dimension, string> = {
+  TENANT: "tenant",
+  USER: "user",
+  IP: "ip",
+  API_KEY: "api_key",
+  CLIENT: "client",
+  ENDPOINT: "endpoint",
+};
+
+type ValueOf = (request: CheckRequest) => string | null;
+
+const VALUES: Record<Dimension, ValueOf> = {
+  TENANT: (r) => r.tenantId,
+  USER: (r) => r.userId,
+  IP: (r) => r.ip,
+  API_KEY: (r) => (r.apiKey === null ? null : digest(r.apiKey)),
+  CLIENT: (r) => (r.ip === null && r.userAgent === null && r.apiKey === null ? null : clientFingerprint(r)),
+  ENDPOINT: (r) => (r.resource === null ? null : `${r.method ?? "ANY"} ${r.resource}`),
+};
+
+/** Builds the bucket key of a request for one rule, or null when the request lacks a dimension the rule is keyed by. */
+export type BucketKeyOf = (request: CheckRequest) => string | null;
+
+export function compileBucketKey(rule: { tenantId: string; scope: readonly Dimension[] }): BucketKeyOf {
+  const dimensions = DIMENSIONS.filter(
+    (d) => rule.scope.includes(d) || (d === "TENANT" && rule.tenantId === ALL_TENANTS && rule.scope.length > 0),
+  );
+  if (dimensions.length === 0) return () => WHOLE_RULE_KEY;
+  const parts = dimensions.map((d) => ({ label: `${LABELS[d]}:`, value: VALUES[d] }));
+  return (request) => {
+    let key = "";
+    for (const part of parts) {
+      const value = part.value(request);
+      if (value === null) return null;
+      key += (key === "" ? "" : "|") + part.label + escapeValue(value);
+    }
+    return key;
+  };
+}
+
+/** The fingerprint of a caller: sha256 over ip, user agent and API key, each length-prefixed. */
+export function clientFingerprint(request: Pick<CheckRequest, "ip" | "userAgent" | "apiKey">): string {
+  const hash = createHash("sha256");
+  for (const part of [request.ip, request.userAgent, request.apiKey]) {
+    const value = part ?? "";
+    hash.update(`${value.length}:${value}`);
+  }
+  return hash.digest("base64url").slice(0, 22);
+}
+
+function digest(secret: string): string {
+  return createHash("sha256").update(secret).digest("base64url").slice(0, 22);
+}
+
+function escapeValue(value: string): string {
+  return /[%|]/.test(value) ? value.replace(/%/g, "%25").replace(/\|/g, "%7C") : value;
+}

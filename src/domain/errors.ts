@@ -1,0 +1,37 @@
+/**
+ * Failures the domain names. A limit reached is never one of these: it is a
+ * Decision. These are the caller's mistakes (bad input, unknown id, stale
+ * version) and are mapped to GraphQL error codes at the edge.
+ */
+
+export class ValidationError extends Error {
+  /** The offending argument, as the caller wrote it: "input.limit", "request.cost". */
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(`${field} ${message}`);
+    this.name = "ValidationError";
+    this.field = field;
+  }
+}
+
+export class NotFoundError extends Error {
+  constructor(what: string, id: string) {
+    super(`${what} ${JSON.stringify(id)} does not exist`);
+    this.name = "NotFoundError";
+  }
+}
+
+export class ConflictError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConflictError";
+  }
+}
+
+/** A dependency (database, counter store) cannot serve the call right now. */
+export class UnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "UnavailableError";
+  }
+}

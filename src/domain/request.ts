@@ -1,0 +1,118 @@
+/**
+ * A request to be checked, validated and normalised at the edge so that
+ * everything past this point can trust it: bounded lengths (no unbounded key
+ * ever reaches a counter store), canonical IPs and methods, a path without
+ * its query string.
+ */
+
+import { isIP } from "node:net";
+import { ValidationError } from "./errors.js";
+import { ALL_TENANTS, HTTP_METHODS, type HttpMethod } from "./rule.js";
+
+export interface CheckRequestInput {
+  tenantId: string;
+  userId?: string | null;
+  ip?: string | null;
+  apiKey?: string | null;
+  userAgent?: string | null;
+  resource?: string | null;
+  method?: string | null;
+  cost?: number | null;
+  dryRun?: boolean | null;
+}
+
+export interface CheckRequest {
+  tenantId: string;
+  userId: string | null;
+  ip: string | null;
+  apiKey: string | null;
+  userAgent: string | null;
+  /** The path only: query string and fragment removed. */
+  resource: string | null;
+  method: HttpMethod | null;
+  cost: number;
+  dryRun: boolean;
+}
+
+export const LIMITS = {
+  tenantId: 128,
+  identifier: 256,
+  userAgent: 1024,
+  resource: 2048,
+  maxCost: 1_000_000,
+} as const;
+
+export function parseCheckRequest(input: CheckRequestInput, field = "request"): CheckRequest {
+  const tenantId = identifier(input.tenantId, `${field}.tenantId`, LIMITS.tenantId);
+  if (tenantId === null) throw new ValidationError(`${field}.tenantId`, "must not be empty");
+  if (tenantId === ALL_TENANTS) throw new ValidationError(`${field}.tenantId`, `cannot be "${ALL_TENANTS}": a request comes from one tenant`);
+  return {
+    tenantId,
+    userId: identifier(input.userId, `${field}.userId`, LIMITS.identifier),
+    ip: ipAddress(input.ip, `${field}.ip`),
+    apiKey: identifier(input.apiKey, `${field}.apiKey`, LIMITS.identifier),
+    userAgent: identifier(input.userAgent, `${field}.userAgent`, LIMITS.userAgent),
+    resource: resourcePath(input.resource, `${field}.resource`),
+    method: httpMethod(input.method, `${field}.method`),
+    cost: cost(input.cost, `${field}.cost`),
+    dryRun: input.dryRun ?? false,
+  };
+}
+
+/** Null and "" both mean "not given"; anything else must be printable and bounded. */
+function identifier(value: string | null | undefined, field: string, max: number): string | null {
+  if (value === null || value === undefined || value === "") return null;
+  if (value.length > max) throw new ValidationError(field, `must be at most ${max} characters (got ${value.length})`);
+  if (hasControlCharacters(value)) throw new ValidationError(field, "must not contain control characters");
+  return value;
+}
+
+function ipAddress(value: string | null | undefined, field: string): string | null {
+  const raw = identifier(value, field, 64);
+  if (raw === null) return null;
+  const version = isIP(raw);
+  if (version === 0) throw new ValidationError(field, `must be an IPv4 or IPv6 address (got ${JSON.stringify(raw.slice(0, 64))})`);
+  return version === 4 ? raw : canonicalIPv6(raw);
+}
+
+/** One spelling per address, so "::FFFF:10.0.0.1", "::ffff:a00:1" and "10.0.0.1" share a bucket. */
+function canonicalIPv6(address: string): string {
+  const url = new URL(`http://[${address.replace(/%.*$/, "")}]/`);
+  const host = url.hostname.slice(1, -1);
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
+  if (mapped) {
+    const high = parseInt(mapped[1]!, 16);
+    const low = parseInt(mapped[2]!, 16);
+    return [high >> 8, high & 255, low >> 8, low & 255].join(".");
+  }
+  return host;
+}
+
+function resourcePath(value: string | null | undefined, field: string): string | null {
+  const raw = identifier(value, field, LIMITS.resource);
+  if (raw === null) return null;
+  if (!raw.startsWith("/")) throw new ValidationError(field, `must be a path starting with "/" (got ${JSON.stringify(raw.slice(0, 40))})`);
+  const end = raw.search(/[?#]/);
+  return end === -1 ? raw : raw.slice(0, end);
+}
+
+export function httpMethod(value: string | null | undefined, field: string): HttpMethod | null {
+  if (value === null || value === undefined || value === "") return null;
+  const upper = value.toUpperCase();
+  if (!(HTTP_METHODS as readonly string[]).includes(upper)) {
+    throw new ValidationError(field, `must be one of ${HTTP_METHODS.join(", ")} (got ${JSON.stringify(value.slice(0, 20))})`);
+  }
+  return upper as HttpMethod;
+}
+
+function cost(value: number | null | undefined, field: string): number {
+  if (value === null || value === undefined) return 1;
+  if (!Number.isInteger(value) || value < 1 || value > LIMITS.maxCost) {
+    throw new ValidationError(field, `must be an integer from 1 to ${LIMITS.maxCost} (got ${value})`);
+  }
+  return value;
+}
+
+export function hasControlCharacters(value: string): boolean {
+  return /[\u0000-\u001f\u007f]/.test(value);
+}

@@ -1,0 +1,155 @@
+/**
+ * Validation of rule input at the edge: every field checked, each failure
+ * naming the field as the caller wrote it. The same checks serve the GraphQL
+ * mutations and the YAML import.
+ */
+
+import { MAX_EXACT } from "./algorithms/index.js";
+import { ValidationError } from "./errors.js";
+import { compileGlob } from "./glob.js";
+import { hasControlCharacters, httpMethod, LIMITS } from "./request.js";
+import {
+  ACTIONS,
+  ALGORITHMS,
+  DIMENSIONS,
+  FAILURE_MODES,
+  RULE_DEFAULTS,
+  WINDOW_UNITS,
+  capacityOf,
+  windowSecondsOf,
+  type Rule,
+  type RuleSpec,
+} from "./rule.js";
+
+export const RULE_BOUNDS = {
+  name: 200,
+  maxLimit: 1_000_000_000,
+  minWindowSeconds: 1,
+  maxWindowSeconds: 366 * 86400,
+  /** One stored entry per admitted unit: beyond this, SLIDING_WINDOW_COUNTER is the right tool. */
+  maxLogLimit: 100_000,
+} as const;
+
+/** Rule input as it arrives: any field may be missing (defaults apply) or of the wrong kind. */
+export type RuleInput = { [K in keyof RuleSpec]?: unknown };
+
+export function validateNewRule(input: RuleInput, prefix = "input"): RuleSpec {
+  const withDefaults: RuleInput = { ...RULE_DEFAULTS };
+  for (const [field, value] of Object.entries(input) as [keyof RuleSpec, unknown][]) {
+    // A null where the contract has a non-null default means "not given", as an absent field does.
+    const useDefault = value === undefined || (value === null && defaultOf(field) !== null && defaultOf(field) !== undefined);
+    if (!useDefault) withDefaults[field] = value;
+  }
+  return validateRuleSpec(withDefaults, prefix);
+}
+
+function defaultOf(field: keyof RuleSpec): unknown {
+  return (RULE_DEFAULTS as Partial<RuleSpec>)[field];
+}
+
+/** A change to an existing rule: fields left undefined keep their value; null clears the nullable ones. */
+export function validateRuleChange(current: Rule, change: RuleInput, prefix = "input"): RuleSpec {
+  if ("tenantId" in change && change.tenantId !== undefined && change.tenantId !== current.tenantId) {
+    throw new ValidationError(`${prefix}.tenantId`, "cannot change: a rule stays with its tenant");
+  }
+  const merged: RuleInput = { ...specOf(current) };
+  for (const [field, value] of Object.entries(change)) {
+    if (value !== undefined) merged[field as keyof RuleSpec] = value;
+  }
+  return validateRuleSpec(merged, prefix);
+}
+
+export function specOf(rule: Rule): RuleSpec {
+  const { id: _id, version: _version, createdAt: _createdAt, updatedAt: _updatedAt, ...spec } = rule;
+  return spec;
+}
+
+function validateRuleSpec(input: RuleInput, prefix: string): RuleSpec {
+  const f = (name: keyof RuleSpec) => `${prefix}.${name}`;
+  const spec: RuleSpec = {
+    tenantId: text(input.tenantId, f("tenantId"), LIMITS.tenantId),
+    name: text(input.name, f("name"), RULE_BOUNDS.name),
+    scope: scope(input.scope, f("scope")),
+    resource: resource(input.resource, f("resource")),
+    method: method(input.method, f("method")),
+    algorithm: oneOf(input.algorithm, ALGORITHMS, f("algorithm")),
+    limit: integer(input.limit, f("limit"), 1, RULE_BOUNDS.maxLimit),
+    window: integer(input.window, f("window"), 1, RULE_BOUNDS.maxWindowSeconds),
+    windowUnit: oneOf(input.windowUnit, WINDOW_UNITS, f("windowUnit")),
+    burst: input.burst === null || input.burst === undefined ? null : integer(input.burst, f("burst"), 1, RULE_BOUNDS.maxLimit),
+    action: oneOf(input.action, ACTIONS, f("action")),
+    failureMode: oneOf(input.failureMode, FAILURE_MODES, f("failureMode")),
+    priority: integer(input.priority, f("priority"), -(2 ** 31), 2 ** 31 - 1),
+    enabled: bool(input.enabled, f("enabled")),
+  };
+  const seconds = windowSecondsOf(spec.window, spec.windowUnit);
+  if (seconds > RULE_BOUNDS.maxWindowSeconds) {
+    throw new ValidationError(f("window"), `must be at most 366 days (got ${spec.window} ${spec.windowUnit.toLowerCase()})`);
+  }
+  if (spec.algorithm === "SLIDING_WINDOW_LOG" && spec.limit > RULE_BOUNDS.maxLogLimit) {
+    throw new ValidationError(
+      f("limit"),
+      `must be at most ${RULE_BOUNDS.maxLogLimit} for SLIDING_WINDOW_LOG, which stores one entry per admitted request; use SLIDING_WINDOW_COUNTER above that`,
+    );
+  }
+  if (spec.algorithm === "TOKEN_BUCKET" || spec.algorithm === "LEAKY_BUCKET") {
+    const exactUnits = (capacityOf(spec) + spec.limit) * seconds * 1000;
+    if (exactUnits > MAX_EXACT) {
+      throw new ValidationError(
+        f(spec.burst === null ? "limit" : "burst"),
+        `is too large for a ${spec.window} ${spec.windowUnit.toLowerCase()} window: ${spec.algorithm} keeps fractions of tokens exactly, which needs (burst + limit) x window in ms <= 2^52; shorten the window or lower the numbers`,
+      );
+    }
+  }
+  return spec;
+}
+
+function text(value: unknown, field: string, max: number): string {
+  if (typeof value !== "string") throw new ValidationError(field, value === null || value === undefined ? "is required" : "must be a string");
+  if (value.trim().length === 0) throw new ValidationError(field, "must not be empty");
+  if (value.length > max) throw new ValidationError(field, `must be at most ${max} characters (got ${value.length})`);
+  if (hasControlCharacters(value)) throw new ValidationError(field, "must not contain control characters");
+  return value;
+}
+
+function integer(value: unknown, field: string, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value)) {
+    throw new ValidationError(field, value === null || value === undefined ? "is required" : `must be an integer (got ${JSON.stringify(value)})`);
+  }
+  if (value < min) throw new ValidationError(field, `must be at least ${min} (got ${value})`);
+  if (value > max) throw new ValidationError(field, `must be at most ${max} (got ${value})`);
+  return value;
+}
+
+function bool(value: unknown, field: string): boolean {
+  if (typeof value !== "boolean") throw new ValidationError(field, "must be true or false");
+  return value;
+}
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[], field: string): T {
+  if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
+    throw new ValidationError(field, `must be one of ${allowed.join(", ")} (got ${JSON.stringify(value)})`);
+  }
+  return value as T;
+}
+
+function scope(value: unknown, field: string): RuleSpec["scope"] {
+  if (!Array.isArray(value)) throw new ValidationError(field, "must be a list of dimensions");
+  const dimensions = value.map((d, i) => oneOf(d, DIMENSIONS, `${field}[${i}]`));
+  const repeated = dimensions.find((d, i) => dimensions.indexOf(d) !== i);
+  if (repeated) throw new ValidationError(field, `lists ${repeated} twice`);
+  return DIMENSIONS.filter((d) => dimensions.includes(d));
+}
+
+function resource(value: unknown, field: string): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== "string") throw new ValidationError(field, "must be a string");
+  return compileGlob(value, field).source;
+}
+
+function method(value: unknown, field: string): RuleSpec["method"] {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== "string") throw new ValidationError(field, "must be a string");
+  if (value === "") throw new ValidationError(field, "must not be empty (leave it null to match every method)");
+  return httpMethod(value, field);
+}

@@ -1,0 +1,86 @@
+/** The vocabulary of a rule: pure data, shared by every layer. */
+
+export const DIMENSIONS = ["TENANT", "USER", "IP", "API_KEY", "CLIENT", "ENDPOINT"] as const;
+export type Dimension = (typeof DIMENSIONS)[number];
+
+export const ALGORITHMS = [
+  "SLIDING_WINDOW_COUNTER",
+  "TOKEN_BUCKET",
+  "FIXED_WINDOW",
+  "SLIDING_WINDOW_LOG",
+  "LEAKY_BUCKET",
+] as const;
+export type Algorithm = (typeof ALGORITHMS)[number];
+
+export const ACTIONS = ["REJECT", "THROTTLE", "LOG_ONLY"] as const;
+export type Action = (typeof ACTIONS)[number];
+
+export const FAILURE_MODES = ["OPEN", "CLOSED", "LOCAL"] as const;
+export type FailureMode = (typeof FAILURE_MODES)[number];
+
+export const WINDOW_UNITS = ["SECONDS", "MINUTES", "HOURS", "DAYS"] as const;
+export type WindowUnit = (typeof WINDOW_UNITS)[number];
+
+export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+/** The tenant id of rules that apply to every tenant. */
+export const ALL_TENANTS = "*";
+
+const SECONDS_PER_UNIT: Record<WindowUnit, number> = {
+  SECONDS: 1,
+  MINUTES: 60,
+  HOURS: 3600,
+  DAYS: 86400,
+};
+
+export function windowSecondsOf(window: number, unit: WindowUnit): number {
+  return window * SECONDS_PER_UNIT[unit];
+}
+
+/** The fields a caller chooses; everything a rule is, minus identity and bookkeeping. */
+export interface RuleSpec {
+  tenantId: string;
+  name: string;
+  scope: Dimension[];
+  resource: string | null;
+  method: HttpMethod | null;
+  algorithm: Algorithm;
+  limit: number;
+  window: number;
+  windowUnit: WindowUnit;
+  burst: number | null;
+  action: Action;
+  failureMode: FailureMode;
+  priority: number;
+  enabled: boolean;
+}
+
+export interface Rule extends RuleSpec {
+  id: string;
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const RULE_DEFAULTS = {
+  scope: [] as Dimension[],
+  resource: null,
+  method: null,
+  algorithm: "SLIDING_WINDOW_COUNTER" as Algorithm,
+  windowUnit: "SECONDS" as WindowUnit,
+  burst: null,
+  action: "REJECT" as Action,
+  failureMode: "OPEN" as FailureMode,
+  priority: 0,
+  enabled: true,
+} satisfies Partial<RuleSpec>;
+
+/** The capacity of a bucket: `burst` where the algorithm has one, else `limit`. */
+export function capacityOf(rule: Pick<RuleSpec, "algorithm" | "limit" | "burst">): number {
+  return usesBurst(rule.algorithm) ? (rule.burst ?? rule.limit) : rule.limit;
+}
+
+export function usesBurst(algorithm: Algorithm): boolean {
+  return algorithm === "TOKEN_BUCKET" || algorithm === "LEAKY_BUCKET";
+}

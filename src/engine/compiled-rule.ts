@@ -1,0 +1,46 @@
+/**
+ * A rule prepared for the hot path: everything a check needs that depends
+ * only on the rule (glob, key builder, algorithm parameters, header text) is
+ * computed once here, when the rule is loaded or changed, never per request.
+ */
+
+import type { LimitParams } from "../domain/algorithms/index.js";
+import { compileBucketKey, type BucketKeyOf } from "../domain/bucket-key.js";
+import { compileGlob, type CompiledGlob } from "../domain/glob.js";
+import { capacityOf, windowSecondsOf, type Rule } from "../domain/rule.js";
+
+export interface CompiledRule {
+  readonly rule: Rule;
+  readonly glob: CompiledGlob | null;
+  readonly keyOf: BucketKeyOf;
+  readonly params: LimitParams;
+  readonly windowSeconds: number;
+  /** The rule's name as a structured-field string, for RateLimit-Policy and RateLimit. */
+  readonly policyName: string;
+}
+
+export function compileRule(rule: Rule): CompiledRule {
+  const windowSeconds = windowSecondsOf(rule.window, rule.windowUnit);
+  return {
+    rule,
+    glob: rule.resource === null ? null : compileGlob(rule.resource),
+    keyOf: compileBucketKey(rule),
+    params: {
+      algorithm: rule.algorithm,
+      limit: rule.limit,
+      windowMs: windowSeconds * 1000,
+      capacity: capacityOf(rule),
+      action: rule.action,
+    },
+    windowSeconds,
+    policyName: structuredFieldString(rule.name),
+  };
+}
+
+/**
+ * An RFC 8941 sf-string: printable ASCII only, with " and \ escaped. Other
+ * characters of a rule's name become "_", since a header cannot carry them.
+ */
+function structuredFieldString(text: string): string {
+  return `"${text.replace(/[^\x20-\x7e]/g, "_").replace(/(["\\])/g, "\\$1")}"`;
+}

@@ -1,0 +1,34 @@
+/** `npm start`: read the settings, start, and stop cleanly on SIGTERM / SIGINT. */
+
+import "reflect-metadata";
+import { startApp } from "./app.js";
+import { loadSettings, SettingsError } from "./config/settings.js";
+
+async function main(): Promise<void> {
+  const settings = loadSettings();
+  const app = await startApp(settings);
+  app.logger.info(
+    { url: app.url, rules: app.storage.rules, counters: app.storage.counters },
+    `Floodgate is serving ${app.url} (rules: ${app.storage.rules}; counters: ${app.storage.counters})`,
+  );
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    app.logger.info({ signal }, "shutting down");
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        app.logger.error({ err: error }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof SettingsError ? `floodgate: ${error.message}` : error);
+  process.exit(1);
+});

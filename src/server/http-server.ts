@@ -1,0 +1,150 @@
+/**
+ * HTTP and WebSocket serving on one port: POST/GET /graphql through Apollo
+ * Server (its framework-neutral executeHTTPGraphQLRequest, so no web framework
+ * sits on the hot path), graphql-ws subscriptions on the same path, and the
+ * health endpoints.
+ */
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from "@apollo/server";
+import { ApolloServerPluginLandingPageDisabled } from "@apollo/server/plugin/disabled";
+import type { GraphQLSchema } from "graphql";
+import { useServer } from "graphql-ws/use/ws";
+import { WebSocketServer } from "ws";
+import { createContext, type ApiContext, type Services } from "../api/context.js";
+import { formatError } from "../api/errors.js";
+import type { Logger } from "./logger.js";
+
+export interface HttpServerOptions {
+  schema: GraphQLSchema;
+  services: Services;
+  logger: Logger;
+  introspection: boolean;
+  maxBodyBytes: number;
+  /** Readiness: the body of GET /readyz, and whether it answers 200 or 503. */
+  readiness: () => { ready: boolean; [detail: string]: unknown };
+}
+
+export interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+class BodyTooLarge extends Error {}
+
+export async function startHttpServer(options: HttpServerOptions, port: number, host: string): Promise<RunningServer> {
+  const { schema, services, logger } = options;
+  const apollo = new ApolloServer<ApiContext>({
+    schema,
+    introspection: options.introspection,
+    csrfPrevention: true,
+    includeStacktraceInErrorResponses: false,
+    formatError: (formatted, error) => formatError(formatted, error, (cause) => logger.error({ err: cause }, "unexpected error in a resolver")),
+    plugins: [ApolloServerPluginLandingPageDisabled()],
+  });
+  await apollo.start();
+
+  const server: Server = createServer((req, res) => {
+    route(req, res).catch((error: unknown) => {
+      logger.error({ err: error }, "request failed");
+      if (!res.headersSent) json(res, 500, { error: "internal server error" });
+      else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?", 1)[0];
+    if (path === "/graphql") return graphql(req, res);
+    if (path === "/healthz" && req.method === "GET") return json(res, 200, { status: "ok" });
+    if (path === "/readyz" && req.method === "GET") {
+      const readiness = options.readiness();
+      return json(res, readiness.ready ? 200 : 503, readiness);
+    }
+    json(res, 404, { error: "not found", endpoints: ["/graphql", "/healthz", "/readyz"] });
+  }
+
+  async function graphql(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let body: unknown;
+    try {
+      body = req.method === "POST" ? parseBody(await readBody(req, options.maxBodyBytes), req.headers["content-type"]) : undefined;
+    } catch (error) {
+      if (error instanceof BodyTooLarge) return json(res, 413, graphqlError(`request body is larger than ${options.maxBodyBytes} bytes`, "BAD_REQUEST"));
+      return json(res, 400, graphqlError("request body is not valid JSON", "BAD_REQUEST"));
+    }
+    const headers = new HeaderMap();
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+    }
+    const httpGraphQLRequest: HTTPGraphQLRequest = {
+      method: (req.method ?? "GET").toUpperCase(),
+      headers,
+      search: new URL(req.url ?? "/", "http://localhost").search,
+      body,
+    };
+    const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: async () => createContext(services) });
+    res.statusCode = response.status ?? 200;
+    for (const [name, value] of response.headers) res.setHeader(name, value);
+    if (response.body.kind === "complete") {
+      res.end(response.body.string);
+      return;
+    }
+    for await (const chunk of response.body.asyncIterator) res.write(chunk);
+    res.end();
+  }
+
+  const sockets = new WebSocketServer({ server, path: "/graphql" });
+  const subscriptions = useServer({ schema, context: () => createContext(services) }, sockets);
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = host === "0.0.0.0" || host === "::" ? "localhost" : host;
+  return {
+    url: `http://${shownHost}:${address.port}/graphql`,
+    close: async () => {
+      await subscriptions.dispose();
+      sockets.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await apollo.stop();
+    },
+  };
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        reject(new BodyTooLarge());
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function parseBody(text: string, contentType: string | undefined): unknown {
+  if (text === "") return undefined;
+  return contentType?.includes("json") ? JSON.parse(text) : text;
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8" });
+  res.end(JSON.stringify(body));
+}
+
+function graphqlError(message: string, code: string) {
+  return { errors: [{ message, extensions: { code } }] };
+}

@@ -1,0 +1,51 @@
+/**
+ * Where a bucket lives in Redis. Buckets of one rule are spread over `pages`
+ * page pairs by a hash of their key; every key of one bucket carries the same
+ * hash tag, {rule id:page}, so a bucket never spans Redis Cluster slots while a
+ * rule's buckets spread over all of them.
+ *
+ *   fg:{<rule id>:<page>}:a / :b        the page pair (hashes; field = bucket)
+ *   fg:{<rule id>:<page>}:l:<field>     a SLIDING_WINDOW_LOG bucket's log (list)
+ *
+ * The field is the bucket key itself when short, so that keys stay readable in
+ * redis-cli; a longer key is replaced by its digest, keeping each page small
+ * enough for Redis's compact listpack encoding (values up to 64 bytes).
+ */
+
+import { createHash } from "node:crypto";
+import type { BucketRef } from "../../domain/ports.js";
+
+const MAX_PLAIN_FIELD = 48;
+
+export class KeyLayout {
+  constructor(
+    readonly prefix: string,
+    readonly pages: number,
+  ) {}
+
+  field(key: string): string {
+    return key.length <= MAX_PLAIN_FIELD ? key : `#${createHash("sha256").update(key).digest("base64url").slice(0, 22)}`;
+  }
+
+  /** The keys a bucket's state may be in: the page pair, then its log. */
+  keysOf(ruleId: string, field: string): { pageA: string; pageB: string; log: string } {
+    const base = `${this.prefix}{${ruleId}:${fnv1a(field) % this.pages}}`;
+    return { pageA: `${base}:a`, pageB: `${base}:b`, log: `${base}:l:${field}` };
+  }
+
+  /** The keys decide.lua reads for a bucket, in its order. */
+  scriptKeys(bucket: BucketRef, field: string): string[] {
+    const keys = this.keysOf(bucket.ruleId, field);
+    return bucket.params.algorithm === "SLIDING_WINDOW_LOG" ? [keys.log] : [keys.pageA, keys.pageB];
+  }
+}
+
+/** 32-bit FNV-1a: fast, well spread, and the same on every instance. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
