@@ -42,7 +42,9 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
   };
   try {
     const database = await openDatabase(
-      settings.databaseUrl ? { kind: "postgres", url: settings.databaseUrl } : { kind: "pglite", dataDir: join(settings.dataDir, "pglite") },
+      settings.databaseUrl
+        ? { kind: "postgres", url: settings.databaseUrl }
+        : { kind: "pglite", dataDir: settings.dataDir === null ? null : join(settings.dataDir, "pglite") },
     );
     closers.push(() => database.close());
     if (database.applied.length > 0) logger.info({ migrations: database.applied }, "applied database migrations");

@@ -10,7 +10,8 @@ export interface Settings {
   host: string;
   /** Postgres for rules; null: embedded PGlite under dataDir. */
   databaseUrl: string | null;
-  dataDir: string;
+  /** Where embedded storage keeps its files; null (DATA_DIR=memory://): in memory only, gone at exit. */
+  dataDir: string | null;
   /** Redis for counters; null: in-process counters. */
   redisUrl: string | null;
   redisKeyPrefix: string;
@@ -24,13 +25,15 @@ export interface Settings {
 
 export class SettingsError extends Error {}
 
+const IN_MEMORY = "memory://";
+
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const production = env.NODE_ENV === "production";
   return {
     port: integer(env, "PORT", 4000, 0, 65535),
     host: env.HOST || "0.0.0.0",
     databaseUrl: url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
-    dataDir: resolve(env.DATA_DIR || ".data"),
+    dataDir: env.DATA_DIR === IN_MEMORY ? null : resolve(env.DATA_DIR || ".data"),
     redisUrl: url(env, "REDIS_URL", ["redis:", "rediss:"]),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "fg:",
     redisPages: integer(env, "REDIS_PAGES", 16384, 1, 1 << 20),

@@ -1,0 +1,272 @@
+/**
+ * One conformance suite for every counter store: the same cases, the same
+ * expected numbers. Time is a ManualClock the store reads (the memory store
+ * directly, the Redis store through the script's ARGV), so windows are pinned
+ * and nothing sleeps.
+ */
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { LimitParams } from "../../src/domain/algorithms/index.js";
+import type { BucketRef, CounterReply, CounterStore } from "../../src/domain/ports.js";
+import { ManualClock } from "../support/clock.js";
+
+export interface StoreUnderTest {
+  store: CounterStore;
+  cleanup(): Promise<void>;
+}
+
+export type StoreFactory = (clock: ManualClock) => Promise<StoreUnderTest>;
+
+/** 2026-11-30T12:00:00Z: aligned to every window used below. */
+const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
+
+function bucket(ruleId: string, params: Partial<LimitParams> & Pick<LimitParams, "algorithm">, key = "user:u1"): BucketRef {
+  const limit = params.limit ?? 5;
+  return {
+    ruleId,
+    key,
+    params: { limit, windowMs: 60_000, capacity: params.capacity ?? limit, action: "REJECT", ...params },
+  };
+}
+
+export function counterStoreConformance(name: string, factory: StoreFactory): void {
+  describe(`${name} counter store conformance`, () => {
+    let clock: ManualClock;
+    let subject: StoreUnderTest;
+    let store: CounterStore;
+
+    beforeEach(async () => {
+      clock = new ManualClock(T0);
+      subject = await factory(clock);
+      store = subject.store;
+    });
+    afterEach(async () => {
+      await subject.cleanup();
+    });
+
+    async function check(buckets: BucketRef[], options: { cost?: number; dryRun?: boolean } = {}): Promise<CounterReply> {
+      const [reply] = await store.decide([{ buckets, cost: options.cost ?? 1, dryRun: options.dryRun ?? false }]);
+      return reply!;
+    }
+    const remainingOf = (reply: CounterReply) => reply.outcomes.map((o) => o.remaining);
+
+    describe("SLIDING_WINDOW_COUNTER", () => {
+      const perUser = bucket("swc", { algorithm: "SLIDING_WINDOW_COUNTER", limit: 5 });
+
+      it("admits the limit, then refuses with the exact wait for the weighted window", async () => {
+        const remaining: number[] = [];
+        for (let i = 0; i < 5; i++) {
+          const reply = await check([perUser]);
+          expect(reply.allowed).toBe(true);
+          remaining.push(reply.outcomes[0]!.remaining);
+        }
+        expect(remaining).toEqual([4, 3, 2, 1, 0]);
+        const sixth = await check([perUser]);
+        expect(sixth).toEqual({
+          nowMs: T0,
+          allowed: false,
+          // Next window, the previous 5 weigh 5 * (W - e) / W; 4 fit once e >= 12.001 s.
+          outcomes: [{ conforming: false, remaining: 0, resetAtMs: T0 + 120_000, retryAfterMs: 72_001, delayMs: 0 }],
+        });
+      });
+
+      it("weighs the previous window by its overlap with the trailing window", async () => {
+        for (let i = 0; i < 5; i++) await check([perUser]);
+        clock.advance(90_000); // half-way through the next window: the previous 5 weigh 2.5
+        const reply = await check([perUser]);
+        expect(reply.allowed).toBe(true);
+        expect(reply.outcomes[0]!.remaining).toBe(1); // 5 - 1 - ceil(2.5)
+        clock.advance(1);
+        expect((await check([perUser])).allowed).toBe(true);
+        expect((await check([perUser])).allowed).toBe(false);
+      });
+
+      it("forgets a bucket two windows after its last request", async () => {
+        for (let i = 0; i < 5; i++) await check([perUser]);
+        clock.advance(120_000);
+        expect(remainingOf(await check([perUser]))).toEqual([4]);
+      });
+    });
+
+    describe("TOKEN_BUCKET", () => {
+      // Capacity 10, refilled at 5 tokens per 10 s: one token every 2 s.
+      const tokens = bucket("tb", { algorithm: "TOKEN_BUCKET", limit: 5, windowMs: 10_000, capacity: 10 });
+
+      it("spends the burst, then refills at limit per window, fractions kept", async () => {
+        for (let i = 9; i >= 0; i--) expect(remainingOf(await check([tokens]))).toEqual([i]);
+        const empty = await check([tokens]);
+        expect(empty.allowed).toBe(false);
+        expect(empty.outcomes[0]!.retryAfterMs).toBe(2000);
+        clock.advance(700);
+        expect((await check([tokens])).outcomes[0]!.retryAfterMs).toBe(1300);
+        clock.advance(700);
+        expect((await check([tokens])).outcomes[0]!.retryAfterMs).toBe(600);
+        clock.advance(700); // 2.1 s: 1.05 tokens, the 0.05 kept
+        const refilled = await check([tokens]);
+        expect(refilled.allowed).toBe(true);
+        expect(refilled.outcomes[0]!.remaining).toBe(0);
+        expect((await check([tokens])).outcomes[0]!.retryAfterMs).toBe(1900);
+      });
+
+      it("under THROTTLE borrows up to one window of refill and says how long to wait", async () => {
+        const throttled = bucket("tbt", { algorithm: "TOKEN_BUCKET", limit: 5, windowMs: 10_000, capacity: 2, action: "THROTTLE" });
+        const delays: number[] = [];
+        for (let i = 0; i < 7; i++) {
+          const reply = await check([throttled]);
+          expect(reply.allowed).toBe(true);
+          delays.push(reply.outcomes[0]!.delayMs);
+        }
+        expect(delays).toEqual([0, 0, 2000, 4000, 6000, 8000, 10000]);
+        const full = await check([throttled]);
+        expect(full.allowed).toBe(false);
+        expect(full.outcomes[0]!.retryAfterMs).toBe(2000);
+      });
+    });
+
+    describe("FIXED_WINDOW", () => {
+      const fixed = bucket("fw", { algorithm: "FIXED_WINDOW", limit: 3, windowMs: 10_000 });
+
+      it("counts per aligned window and opens a fresh one at the boundary", async () => {
+        clock.advance(4_000);
+        for (let i = 2; i >= 0; i--) expect(remainingOf(await check([fixed]))).toEqual([i]);
+        const refused = await check([fixed]);
+        expect(refused.outcomes[0]).toEqual({ conforming: false, remaining: 0, resetAtMs: T0 + 10_000, retryAfterMs: 6_000, delayMs: 0 });
+        clock.advance(6_000);
+        expect(remainingOf(await check([fixed]))).toEqual([2]);
+      });
+
+      it("under THROTTLE queues a full window's worth for the next window, then refuses", async () => {
+        const throttled = bucket("fwt", { algorithm: "FIXED_WINDOW", limit: 2, windowMs: 10_000, action: "THROTTLE" });
+        clock.advance(2_500);
+        const delays: number[] = [];
+        for (let i = 0; i < 4; i++) delays.push((await check([throttled])).outcomes[0]!.delayMs);
+        expect(delays).toEqual([0, 0, 7_500, 7_500]);
+        const full = await check([throttled]);
+        expect(full.allowed).toBe(false);
+        expect(full.outcomes[0]!.retryAfterMs).toBe(7_500);
+        clock.advance(7_500); // the queued two now count in this window
+        expect((await check([throttled])).outcomes[0]!.delayMs).toBe(10_000);
+      });
+    });
+
+    describe("SLIDING_WINDOW_LOG", () => {
+      const log = bucket("swl", { algorithm: "SLIDING_WINDOW_LOG", limit: 3, windowMs: 10_000 });
+
+      it("is exact: a unit leaves the window exactly one window after it was admitted", async () => {
+        for (let i = 0; i < 3; i++) {
+          expect((await check([log])).allowed).toBe(true);
+          clock.advance(1_000);
+        }
+        const refused = await check([log]);
+        expect(refused.outcomes[0]).toEqual({ conforming: false, remaining: 0, resetAtMs: T0 + 12_000, retryAfterMs: 7_000, delayMs: 0 });
+        clock.advance(6_999);
+        expect((await check([log])).allowed).toBe(false);
+        clock.advance(1);
+        expect(remainingOf(await check([log]))).toEqual([0]);
+      });
+
+      it("under THROTTLE releases a request when an old unit leaves, first in first out", async () => {
+        const throttled = bucket("swlt", { algorithm: "SLIDING_WINDOW_LOG", limit: 2, windowMs: 10_000, action: "THROTTLE" });
+        await check([throttled]);
+        clock.advance(3_000);
+        await check([throttled]);
+        clock.advance(1_000);
+        expect((await check([throttled])).outcomes[0]!.delayMs).toBe(6_000); // releases at T0 + 10 s
+        expect((await check([throttled])).outcomes[0]!.delayMs).toBe(9_000); // at T0 + 13 s
+        const full = await check([throttled]);
+        expect(full.allowed).toBe(false);
+        expect(full.outcomes[0]!.retryAfterMs).toBe(6_000); // its release (T0 + 20 s) must come within one window
+      });
+    });
+
+    describe("LEAKY_BUCKET", () => {
+      it("under REJECT admits while the bucket has room", async () => {
+        const leaky = bucket("lb", { algorithm: "LEAKY_BUCKET", limit: 1, windowMs: 1_000, capacity: 3 });
+        for (let i = 2; i >= 0; i--) expect(remainingOf(await check([leaky]))).toEqual([i]);
+        expect((await check([leaky])).outcomes[0]!.retryAfterMs).toBe(1_000);
+      });
+
+      it("under THROTTLE makes each request wait for the ones ahead to leak out", async () => {
+        const leaky = bucket("lbt", { algorithm: "LEAKY_BUCKET", limit: 1, windowMs: 1_000, capacity: 3, action: "THROTTLE" });
+        const delays: number[] = [];
+        for (let i = 0; i < 3; i++) delays.push((await check([leaky])).outcomes[0]!.delayMs);
+        expect(delays).toEqual([0, 1_000, 2_000]);
+        expect((await check([leaky])).allowed).toBe(false);
+        clock.advance(250);
+        expect((await check([leaky])).outcomes[0]!.retryAfterMs).toBe(750);
+      });
+    });
+
+    describe("a request over several rules", () => {
+      const tight = bucket("tight", { algorithm: "SLIDING_WINDOW_COUNTER", limit: 1 });
+      const loose = bucket("loose", { algorithm: "TOKEN_BUCKET", limit: 10 });
+
+      it("is all or nothing: a refused request takes nothing from any rule", async () => {
+        expect(remainingOf(await check([tight, loose]))).toEqual([0, 9]);
+        const refused = await check([tight, loose]);
+        expect(refused.allowed).toBe(false);
+        expect(refused.outcomes.map((o) => o.conforming)).toEqual([false, true]);
+        expect(remainingOf(refused)).toEqual([0, 9]);
+        expect(remainingOf(await check([loose]))).toEqual([8]);
+      });
+
+      it("in a dry run returns the real decision and counts nothing", async () => {
+        const dry = await check([tight, loose], { dryRun: true });
+        expect(dry.allowed).toBe(true);
+        expect(remainingOf(dry)).toEqual([0, 9]);
+        expect(remainingOf(await check([tight, loose]))).toEqual([0, 9]);
+      });
+
+      it("lets a LOG_ONLY rule report a refusal without refusing, and counts only what it would have admitted", async () => {
+        const shadow = bucket("shadow", { algorithm: "FIXED_WINDOW", limit: 1, action: "LOG_ONLY" });
+        expect((await check([shadow, loose])).allowed).toBe(true);
+        const second = await check([shadow, loose]);
+        expect(second.allowed).toBe(true);
+        expect(second.outcomes[0]!.conforming).toBe(false);
+        expect(second.outcomes[0]!.retryAfterMs).toBe(60_000);
+        expect(remainingOf(second)).toEqual([0, 8]);
+      });
+
+      it("charges the cost to every rule and refuses a cost no rule capacity can hold", async () => {
+        expect(remainingOf(await check([loose], { cost: 4 }))).toEqual([6]);
+        const tooBig = await check([loose], { cost: 11 });
+        expect(tooBig.allowed).toBe(false);
+        expect(tooBig.outcomes[0]!.retryAfterMs).toBe(60_000);
+        expect(remainingOf(tooBig)).toEqual([6]);
+      });
+    });
+
+    describe("rule changes mid-window", () => {
+      it("take a raised limit at the next check and never let a lowered one overshoot", async () => {
+        const at = (limit: number) => bucket("change", { algorithm: "FIXED_WINDOW", limit });
+        for (let i = 0; i < 3; i++) await check([at(3)]);
+        expect((await check([at(3)])).allowed).toBe(false);
+        expect(remainingOf(await check([at(5)]))).toEqual([1]);
+        const lowered = await check([at(2)]);
+        expect(lowered.allowed).toBe(false);
+        expect(lowered.outcomes[0]!.remaining).toBe(0);
+      });
+    });
+
+    describe("reset", () => {
+      it("forgets one bucket and leaves the others", async () => {
+        const u1 = bucket("reset", { algorithm: "SLIDING_WINDOW_COUNTER", limit: 2 }, "user:u1");
+        const u2 = bucket("reset", { algorithm: "SLIDING_WINDOW_COUNTER", limit: 2 }, "user:u2");
+        await check([u1]);
+        await check([u2]);
+        expect(await store.reset("reset", "user:u1")).toBe(true);
+        expect(await store.reset("reset", "user:u1")).toBe(false);
+        expect(remainingOf(await check([u1]))).toEqual([1]);
+        expect(remainingOf(await check([u2]))).toEqual([0]);
+      });
+    });
+
+    describe("several calls at once", () => {
+      it("applies them in order, each atomically", async () => {
+        const one = bucket("batch", { algorithm: "FIXED_WINDOW", limit: 2 });
+        const replies = await store.decide([1, 2, 3].map(() => ({ buckets: [one], cost: 1, dryRun: false })));
+        expect(replies.map((r) => r.allowed)).toEqual([true, true, false]);
+      });
+    });
+  });
+}
