@@ -6,7 +6,8 @@ The arithmetic mirrors src/domain/algorithms (same formulas, same rounding); the
 conformance and property tests run both against the same cases.
 
 KEYS   per rule, in the order of the rules in ARGV:
-         SLIDING_WINDOW_LOG   1 key:  the bucket's log, a list of release times in ms
+         SLIDING_WINDOW_LOG   1 key:  the bucket's log, a list of release times in ms,
+                                      oldest first
          any other algorithm  2 keys: the page pair holding the bucket, two hashes
                                       (see "Pages" below)
 ARGV   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
@@ -80,16 +81,22 @@ local function verdict_refused(retry, remaining, reset)
            remaining = remaining, reset = reset }
 end
 
+-- A state aged to `window` (an index of the window length it was counted in).
+local function fw_age(stored, current, next, window)
+  if stored >= window then return stored, current, next end
+  if stored == window - 1 then return window, next, 0 end
+  return window, 0, 0
+end
+
 local function fixed_window(state, now, p, cost)
   local limit, window_ms = p.limit, p.window_ms
   local window, current, next = math.floor(now / window_ms), 0, 0
   if state and #state >= 4 then
+    local aged, curr, queued = fw_age(state[1], state[2], state[3], math.floor(now / state[4]))
     if state[4] ~= window_ms then
-      current = state[2] + state[3]
-    elseif state[1] >= window then
-      window, current, next = state[1], state[2], state[3]
-    elseif state[1] == window - 1 then
-      current = state[3]
+      current = curr + queued
+    else
+      window, current, next = aged, curr, queued
     end
   end
   local window_end = (window + 1) * window_ms
@@ -137,20 +144,23 @@ local function swc_earliest_in_window(prev, curr, from, window_ms, limit, cost)
   return nil
 end
 
+local function swc_age(stored, previous, current, next, window)
+  if stored >= window then return stored, previous, current, next end
+  if stored == window - 1 then return window, current, next, 0 end
+  if stored == window - 2 then return window, next, 0, 0 end
+  return window, 0, 0, 0
+end
+
 local function sliding_window_counter(state, now, p, cost)
   local limit, window_ms = p.limit, p.window_ms
   local window = math.floor(now / window_ms)
   local previous, current, next = 0, 0, 0
   if state and #state >= 5 then
-    local stored = state[1]
+    local aged, prev, curr, queued = swc_age(state[1], state[2], state[3], state[4], math.floor(now / state[5]))
     if state[5] ~= window_ms then
-      current = state[2] + state[3] + state[4]
-    elseif stored >= window then
-      window, previous, current, next = stored, state[2], state[3], state[4]
-    elseif stored == window - 1 then
-      previous, current = state[3], state[4]
-    elseif stored == window - 2 then
-      previous = state[4]
+      current = prev + curr + queued
+    else
+      window, previous, current, next = aged, prev, curr, queued
     end
   end
   local elapsed = math.max(0, now - window * window_ms)
@@ -197,17 +207,20 @@ local function sliding_window_counter(state, now, p, cost)
 end
 
 -- TOKEN_BUCKET and LEAKY_BUCKET: a debt, in 1/window_ms token units, draining
--- at `limit` units per ms (see src/domain/algorithms/meter.ts).
+-- at `limit` units per ms, forgotten once drained under the rule it was
+-- taken under (see src/domain/algorithms/meter.ts).
 local function meter(state, now, p, cost, leaky)
   local limit, window_ms, capacity = p.limit, p.window_ms, p.capacity
   local debt, since = 0, now
-  if state and #state >= 3 then
-    debt = state[1]
-    if state[3] ~= window_ms then debt = math.ceil((state[1] / state[3]) * window_ms) end
+  if state and #state >= 4 then
     since = math.max(now, state[2])
-    local elapsed = now - state[2]
-    if elapsed > 0 then
-      if elapsed >= div_ceil(debt, limit) then debt = 0 else debt = debt - elapsed * limit end
+    if now < state[4] then
+      debt = state[1]
+      if state[3] ~= window_ms then debt = math.ceil((state[1] / state[3]) * window_ms) end
+      local elapsed = now - state[2]
+      if elapsed > 0 then
+        if elapsed >= div_ceil(debt, limit) then debt = 0 else debt = debt - elapsed * limit end
+      end
     end
   end
   local full = capacity * window_ms
@@ -226,20 +239,30 @@ local function meter(state, now, p, cost, leaky)
     if leaky then delay = div_ceil(debt, limit) else delay = div_ceil(math.max(0, owed - full), limit) end
   end
   local if_remaining, if_reset = usage(owed)
-  return verdict_admitted(int(owed) .. ':' .. int(since) .. ':' .. int(window_ms), delay, if_remaining, if_reset, remaining, reset)
+  local stored = int(owed) .. ':' .. int(since) .. ':' .. int(window_ms) .. ':' .. int(since + div_ceil(owed, limit))
+  return verdict_admitted(stored, delay, if_remaining, if_reset, remaining, reset)
 end
 
--- SLIDING_WINDOW_LOG reads its list directly; entries that have left the
--- window are dropped here, whatever the outcome (they can never matter again).
+-- The index of the log's first entry released after `cutoff` (the list is
+-- sorted): one LINDEX in the usual case, a binary search over a dead prefix.
+local function first_live(key, cutoff, length)
+  if length == 0 or tonumber(redis.call('LINDEX', key, 0)) > cutoff then return 0 end
+  local lo, hi = 1, length
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if tonumber(redis.call('LINDEX', key, mid)) > cutoff then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
+-- SLIDING_WINDOW_LOG reads its list directly and changes nothing; entries
+-- that have left the window are dropped by the call that appends.
 local function sliding_window_log(key, now, p, cost)
   local limit, window_ms = p.limit, p.window_ms
-  local cutoff = now - window_ms
-  while true do
-    local oldest = redis.call('LINDEX', key, 0)
-    if not oldest or tonumber(oldest) > cutoff then break end
-    redis.call('LPOP', key)
-  end
-  local count = redis.call('LLEN', key)
+  local length = redis.call('LLEN', key)
+  local first = first_live(key, now - window_ms, length)
+  local count = length - first
+  p.dead = first
   local last = nil
   if count > 0 then last = tonumber(redis.call('LINDEX', key, -1)) end
   local function usage(n, newest)
@@ -254,17 +277,22 @@ local function sliding_window_log(key, now, p, cost)
   if throttle and last then not_before = math.max(now, last) end
   local release = not_before
   if must_leave > 0 then
-    release = math.max(not_before, tonumber(redis.call('LINDEX', key, must_leave - 1)) + window_ms)
+    release = math.max(not_before, tonumber(redis.call('LINDEX', key, first + must_leave - 1)) + window_ms)
   end
   local wait = release - now
   local allowed_wait = 0
   if throttle then allowed_wait = window_ms end
   if wait > allowed_wait then return verdict_refused(wait - allowed_wait, remaining, reset) end
-  local if_remaining, if_reset = usage(count + cost, release)
-  return verdict_admitted(release, wait, if_remaining, if_reset, remaining, reset)
+  -- Units queued by an earlier THROTTLE may lie ahead of now: never record a
+  -- unit before them, so the log stays sorted.
+  local stamp = release
+  if last then stamp = math.max(release, last) end
+  local if_remaining, if_reset = usage(count + cost, stamp)
+  return verdict_admitted(stamp, wait, if_remaining, if_reset, remaining, reset)
 end
 
-local function append_log(key, release, cost, now, window_ms)
+local function append_log(key, dead, release, cost, now, window_ms)
+  if dead > 0 then redis.call('LTRIM', key, dead, -1) end
   local chunk = {}
   local stamp = int(release)
   local left = cost
@@ -375,7 +403,7 @@ for i = 1, count do
   local counted = allowed and v.conforming
   if counted and not dry_run then
     if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
-      append_log(p.key, v.next, cost, now, p.window_ms)
+      append_log(p.key, p.dead, v.next, cost, now, p.window_ms)
     else
       write_page(p.page, p.field, v.next, now, horizon_ms(p))
     end

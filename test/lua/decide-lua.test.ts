@@ -105,9 +105,11 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     expect(await redis.lrange(key, 0, -1)).toEqual([String(T0), String(T0), String(T0 + 1_500)]);
     expect(await redis.pttl(key)).toBeGreaterThan(9_000);
     expect(await redis.pttl(key)).toBeLessThanOrEqual(10_000);
-    clock.advance(9_000); // the first two have left the window: trimmed in the same call
+    clock.advance(9_000); // the first two have left the window
+    await check([log], 1, true);
+    expect(await redis.llen(key)).toBe(3); // a dry run changes nothing
     await check([log]);
-    expect(await redis.lrange(key, 0, -1)).toEqual([String(T0 + 1_500), String(T0 + 10_500)]);
+    expect(await redis.lrange(key, 0, -1)).toEqual([String(T0 + 1_500), String(T0 + 10_500)]); // trimmed by the call that appends
   });
 
   it("hashes long bucket keys into a bounded field", async () => {

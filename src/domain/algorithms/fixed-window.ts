@@ -7,14 +7,15 @@
  * request is refused.
  *
  * The state carries its window length: after a rule's window changes, what
- * was counted stays counted, in the current window of the new length.
+ * still counted under the old window counts in the current window of the new
+ * one.
  */
 
 import { admitted, beyondCapacity, refused, type CounterState, type Evaluate, type Usage } from "./types.js";
 
 export const evaluateFixedWindow: Evaluate = (state, now, params, cost) => {
   const { limit, windowMs } = params;
-  const [window, current, next] = rollForward(state, Math.floor(now / windowMs), windowMs);
+  const [window, current, next] = rollForward(state, now, windowMs);
   const windowEnd = (window + 1) * windowMs;
   const usage = (curr: number, queued: number): Usage => ({
     remaining: Math.max(0, limit - curr - queued),
@@ -35,10 +36,17 @@ export const evaluateFixedWindow: Evaluate = (state, now, params, cost) => {
   return refused(state, windowEnd + waitWindows * windowMs - now, currentUsage);
 };
 
-function rollForward(state: CounterState | undefined, window: number, windowMs: number): [number, number, number] {
+/** The state aged to `now` under the window it was counted in; after a window change its counts carry over. */
+function rollForward(state: CounterState | undefined, now: number, windowMs: number): [number, number, number] {
+  const window = Math.floor(now / windowMs);
   if (state === undefined || state.length < 4) return [window, 0, 0];
   const [stored, current, next, storedWindowMs] = state as [number, number, number, number];
-  if (storedWindowMs !== windowMs) return [window, current + next, 0];
+  const [aged, curr, queued] = age(stored, current, next, Math.floor(now / storedWindowMs));
+  if (storedWindowMs !== windowMs) return [window, curr + queued, 0];
+  return [aged, curr, queued];
+}
+
+function age(stored: number, current: number, next: number, window: number): [number, number, number] {
   if (stored >= window) return [stored, current, next];
   if (stored === window - 1) return [window, next, 0];
   return [window, 0, 0];

@@ -7,7 +7,7 @@
 
 import type { Action, Algorithm } from "../rule.js";
 import { evaluateFixedWindow, fixedWindowHorizonMs } from "./fixed-window.js";
-import { evaluateLeakyBucket, evaluateTokenBucket, meterHorizonMs } from "./meter.js";
+import { evaluateLeakyBucket, evaluateTokenBucket, meterExpiresAt } from "./meter.js";
 import { evaluateSlidingWindowCounter, slidingWindowCounterHorizonMs } from "./sliding-window-counter.js";
 import { evaluateSlidingWindowLog, slidingWindowLogExpiresAt } from "./sliding-window-log.js";
 import type { CounterState, Evaluate, Evaluation, LimitParams } from "./types.js";
@@ -27,7 +27,12 @@ export function evaluate(state: CounterState | undefined, nowMs: number, params:
   return EVALUATORS[params.algorithm](state, nowMs, params, cost);
 }
 
-/** Until when a stored state can still change a decision; after that it is as good as absent. */
+/**
+ * Until when a stored state can still change a decision; after that it is as
+ * good as absent and a store may drop it. Stores use this to collect garbage
+ * only: every state says by itself when it stops counting, so a store that
+ * keeps a state longer decides exactly alike.
+ */
 export function stateExpiresAt(state: CounterState, nowMs: number, params: LimitParams): number {
   switch (params.algorithm) {
     case "FIXED_WINDOW":
@@ -36,7 +41,7 @@ export function stateExpiresAt(state: CounterState, nowMs: number, params: Limit
       return nowMs + slidingWindowCounterHorizonMs(params.windowMs);
     case "TOKEN_BUCKET":
     case "LEAKY_BUCKET":
-      return nowMs + meterHorizonMs(params);
+      return meterExpiresAt(state);
     case "SLIDING_WINDOW_LOG":
       return slidingWindowLogExpiresAt(state, nowMs, params.windowMs);
   }

@@ -16,6 +16,10 @@
  *                 it to leak out; the line holds `burst` units.
  * Under REJECT both admit a request at once while it fits the capacity (the
  * leaky bucket as a meter, like nginx's limit_req with nodelay).
+ *
+ * The state records when its debt will have drained under the rule it was
+ * taken under, and is forgotten from then on: every store then agrees on when
+ * a bucket is fresh again, whatever its TTLs, even if the rule changed since.
  */
 
 import { divCeil, divFloor } from "./integer.js";
@@ -48,22 +52,27 @@ function evaluateMeter(
   if (owed > full + line) return refused(state, divCeil(owed - full - line, limit), current);
   let delay = 0;
   if (throttle) delay = kind === "TOKEN_BUCKET" ? divCeil(Math.max(0, owed - full), limit) : divCeil(debt, limit);
-  return admitted([owed, since, windowMs], delay, usage(owed), current);
+  return admitted([owed, since, windowMs, since + divCeil(owed, limit)], delay, usage(owed), current);
 }
 
 /**
- * The debt at `now`: the stored debt minus what has drained since. A debt
- * stored under another window length is converted to this one, rounding up.
+ * The debt at `now`: the stored debt minus what has drained since, at the
+ * rule's current rate. A debt stored under another window length is converted
+ * to this one, rounding up.
  */
 function settle(state: CounterState | undefined, now: number, params: LimitParams): number {
-  if (state === undefined || state.length < 3) return 0;
-  const [stored, since, storedWindowMs] = state as [number, number, number];
+  if (state === undefined || state.length < 4) return 0;
+  const [stored, since, storedWindowMs, drainedAt] = state as [number, number, number, number];
+  if (now >= drainedAt) return 0;
   const debt = storedWindowMs === params.windowMs ? stored : Math.ceil((stored / storedWindowMs) * params.windowMs);
   const elapsed = now - since;
   if (elapsed <= 0) return debt;
   return elapsed >= divCeil(debt, params.limit) ? 0 : debt - elapsed * params.limit;
 }
 
-/** Time for the largest possible debt to drain. */
+/** When a stored debt stops mattering. */
+export const meterExpiresAt = (state: CounterState): number => state[3] ?? 0;
+
+/** Time for the largest possible debt to drain: how long a page must keep a bucket. */
 export const meterHorizonMs = (params: Pick<LimitParams, "limit" | "windowMs" | "capacity">): number =>
   divCeil((params.capacity + params.limit) * params.windowMs, params.limit);

@@ -13,7 +13,8 @@
  * in `next`, and once any are, later requests queue behind them.
  *
  * The state carries its window length: after a rule's window changes, every
- * unit counted so far counts in the current window of the new length.
+ * unit that still counted under the old window (the previous window's in
+ * full) counts in the current window of the new one.
  */
 
 import { divCeil, divFloor } from "./integer.js";
@@ -23,7 +24,7 @@ const ONE = 65536;
 
 export const evaluateSlidingWindowCounter: Evaluate = (state, now, params, cost) => {
   const { limit, windowMs } = params;
-  const [window, previous, current, next] = rollForward(state, Math.floor(now / windowMs), windowMs);
+  const [window, previous, current, next] = rollForward(state, now, windowMs);
   const elapsed = Math.max(0, now - window * windowMs);
   const usage = (prev: number, curr: number, queued: number): Usage => ({
     remaining: Math.max(0, limit - curr - queued - divCeil(prev * weight(elapsed, windowMs), ONE)),
@@ -94,10 +95,17 @@ function resetAt(window: number, windowMs: number, now: number, prev: number, cu
   return now;
 }
 
-function rollForward(state: CounterState | undefined, window: number, windowMs: number): [number, number, number, number] {
+/** The state aged to `now` under the window it was counted in; after a window change its counts carry over. */
+function rollForward(state: CounterState | undefined, now: number, windowMs: number): [number, number, number, number] {
+  const window = Math.floor(now / windowMs);
   if (state === undefined || state.length < 5) return [window, 0, 0, 0];
   const [stored, previous, current, next, storedWindowMs] = state as [number, number, number, number, number];
-  if (storedWindowMs !== windowMs) return [window, 0, previous + current + next, 0];
+  const [aged, prev, curr, queued] = age(stored, previous, current, next, Math.floor(now / storedWindowMs));
+  if (storedWindowMs !== windowMs) return [window, 0, prev + curr + queued, 0];
+  return [aged, prev, curr, queued];
+}
+
+function age(stored: number, previous: number, current: number, next: number, window: number): [number, number, number, number] {
   if (stored >= window) return [stored, previous, current, next];
   if (stored === window - 1) return [window, current, next, 0];
   if (stored === window - 2) return [window, next, 0, 0];

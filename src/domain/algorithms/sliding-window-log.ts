@@ -1,9 +1,9 @@
 /**
  * SLIDING_WINDOW_LOG: exact. The state is the release time of every admitted
  * unit still inside the trailing window (one entry per unit, oldest first);
- * entries older than the window are dropped on every evaluation, so the log
- * never holds more than limit entries, plus at most one window of queued
- * units under THROTTLE.
+ * entries older than the window are dropped whenever a request is counted, so
+ * the log never holds more than limit entries, plus at most one window of
+ * queued units under THROTTLE.
  *
  * A request of cost c conforms at time t when the units released in
  * (t - W, t] plus c stay within the limit. Under THROTTLE the line is first
@@ -31,7 +31,9 @@ export const evaluateSlidingWindowLog: Evaluate = (state, now, params, cost) => 
   const wait = release - now;
   const allowedWait = throttle ? windowMs : 0;
   if (wait > allowedWait) return refused(log, wait - allowedWait, current);
-  const next = log.concat(new Array<number>(cost).fill(release));
+  // Units queued by an earlier THROTTLE may lie ahead of now: never record a unit before them, so the log stays sorted.
+  const stamp = log.length > 0 ? Math.max(release, log[log.length - 1]!) : release;
+  const next = log.concat(new Array<number>(cost).fill(stamp));
   return admitted(next, wait, usage(next), current);
 };
 

@@ -15,7 +15,7 @@ export interface LimitParams {
  * same order as the Lua scripts store them (joined by ":").
  *   FIXED_WINDOW            [window index, current, next, window_ms]
  *   SLIDING_WINDOW_COUNTER  [window index, previous, current, next, window_ms]
- *   TOKEN_BUCKET / LEAKY    [debt in 1/window_ms units, time of debt, window_ms]
+ *   TOKEN_BUCKET / LEAKY    [debt in 1/window_ms units, time of debt, window_ms, drained at]
  *   SLIDING_WINDOW_LOG      [release time of each unit, oldest first]
  */
 export type CounterState = readonly number[];

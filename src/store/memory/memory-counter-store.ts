@@ -38,7 +38,7 @@ export class MemoryCounterStore implements CounterStore {
   decideOne(call: CounterCall): CounterReply {
     const now = this.clock.now();
     const ids = call.buckets.map((b) => bucketId(b.ruleId, b.key));
-    const evaluations = call.buckets.map((bucket, i) => evaluate(this.read(ids[i]!, now), now, bucket.params, call.cost));
+    const evaluations = call.buckets.map((bucket, i) => evaluate(this.buckets.get(ids[i]!)?.state, now, bucket.params, call.cost));
     const decided = combine(
       evaluations,
       call.buckets.map((b) => b.params.action),
@@ -56,7 +56,7 @@ export class MemoryCounterStore implements CounterStore {
     return this.buckets.delete(bucketId(ruleId, key));
   }
 
-  /** Drops every bucket whose state can no longer change a decision. */
+  /** Drops every bucket whose state can no longer change a decision (memory only: decisions never depend on it). */
   sweep(): number {
     const now = this.clock.now();
     let removed = 0;
@@ -78,15 +78,6 @@ export class MemoryCounterStore implements CounterStore {
     this.buckets.clear();
   }
 
-  private read(id: string, now: number): CounterState | undefined {
-    const bucket = this.buckets.get(id);
-    if (bucket === undefined) return undefined;
-    if (bucket.expiresAt <= now) {
-      this.buckets.delete(id);
-      return undefined;
-    }
-    return bucket.state;
-  }
 }
 
 /** Rule ids never contain a newline, so the two parts cannot run into each other. */
