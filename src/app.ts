@@ -60,7 +60,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     const loaded = await rules.reload();
     logger.info({ rules: loaded }, "rules loaded");
 
-    const services = { rules, limiter: new Limiter(book, counters, events), events };
+    const services = { rules, limiter: new Limiter(book, counters, events, clock), events };
     const server = await startHttpServer(
       {
         schema: await buildApiSchema(events),

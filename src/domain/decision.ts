@@ -21,6 +21,8 @@ export interface RuleResult {
 
 export interface Decision {
   allowed: boolean;
+  /** The counter store's clock when it decided (Redis TIME with Redis). */
+  decidedAt: Date;
   /** The rule that decided: on deny the longest wait, on allow the fewest remaining. */
   rule: Rule | null;
   action: Action | null;

@@ -6,7 +6,7 @@
  */
 
 import type { Decision, RuleResult } from "../domain/decision.js";
-import type { CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
+import type { Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
 import { rateLimitHeaders, secondsUntil } from "./headers.js";
@@ -23,7 +23,7 @@ interface Ranked {
   retryAfterMs: number | null;
 }
 
-const NO_RULE: Decision = Object.freeze({
+const NO_RULE: Omit<Decision, "decidedAt"> = Object.freeze({
   allowed: true,
   rule: null,
   action: null,
@@ -41,6 +41,7 @@ export class Limiter {
     private readonly rules: RuleBook,
     private readonly store: CounterStore,
     private readonly events: EventBus,
+    private readonly clock: Clock,
   ) {}
 
   async check(requests: readonly CheckRequest[]): Promise<Decision[]> {
@@ -58,7 +59,7 @@ export class Limiter {
     const replies = calls.length === 0 ? [] : await this.store.decide(calls);
     let next = 0;
     return plans.map((applicable, i) => {
-      if (applicable.length === 0) return NO_RULE;
+      if (applicable.length === 0) return { ...NO_RULE, decidedAt: new Date(this.clock.now()) };
       const decision = this.decision(applicable, replies[next++]!);
       if (!requests[i]!.dryRun) this.publishRefusals(requests[i]!, decision, replies[next - 1]!.nowMs);
       return decision;
@@ -100,6 +101,7 @@ export class Limiter {
     const retryAfter = allowed ? null : deciding.retryAfter;
     return {
       allowed,
+      decidedAt: new Date(reply.nowMs),
       rule: deciding.rule,
       action: deciding.rule.action,
       limit: deciding.limit,

@@ -22,6 +22,8 @@ import { redisAvailable } from "../support/services.js";
 import { decideModels, modelFor, type BucketModel } from "./reference-model.js";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 60);
+/** Each sequence takes a few milliseconds against Redis; long runs get the time they need. */
+const TIMEOUT_MS = 20_000 + RUNS * 60;
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
 
 const withRedis = await redisAvailable();
@@ -107,7 +109,7 @@ describe("the implementations agree with the reference model", () => {
         ),
         { numRuns: RUNS },
       );
-    });
+    }, TIMEOUT_MS);
   }
 
   it("several rules at once: all or nothing, shadow rules never deny, dry runs count nothing", async () => {
@@ -129,5 +131,5 @@ describe("the implementations agree with the reference model", () => {
       ),
       { numRuns: RUNS },
     );
-  });
+  }, TIMEOUT_MS);
 });

@@ -74,6 +74,9 @@ export class LimitDecisionType {
   @Field(() => Boolean, { description: "False when any rule that applies denies. Nothing is consumed from any rule then." })
   allowed!: boolean;
 
+  @Field(() => Date, { description: "When the decision was made, by the counter store's clock (Redis TIME with Redis)." })
+  decidedAt!: Date;
+
   @Field(() => RuleType, { nullable: true, description: "The most restrictive rule that applies; null when no rule applies." })
   rule!: RuleType | null;
 
