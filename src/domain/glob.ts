@@ -10,6 +10,8 @@
  *
  * Matching is greedy with one backtrack point per wildcard level, so a match
  * costs at most (pattern segments x path segments) segment comparisons.
+ * Globs are normalised like request paths ("/api//v1/" is "/api/v1"), and the
+ * paths they are matched against are normalised ones (see normalizePath).
  */
 
 import { ValidationError } from "./errors.js";
@@ -33,7 +35,10 @@ export function compileGlob(source: string, field = "resource"): CompiledGlob {
   if (!source.startsWith("/")) throw new ValidationError(field, `must start with "/" (got ${JSON.stringify(source.slice(0, 40))})`);
   if (/[\u0000-\u0020\u007f]/.test(source)) throw new ValidationError(field, "must not contain spaces or control characters");
   if (source.includes("#")) throw new ValidationError(field, 'must not contain "#"');
-  const parts = source.split("/").slice(1);
+  const parts = source.split("/").filter((part) => part !== "");
+  if (parts.some((part) => part === "." || part === "..")) {
+    throw new ValidationError(field, 'must not contain "." or ".." segments (request paths are normalised before matching)');
+  }
   if (parts.length > MAX_GLOB_SEGMENTS) throw new ValidationError(field, `must have at most ${MAX_GLOB_SEGMENTS} segments`);
   const segments: SegmentMatcher[] = parts.map((part) => {
     if (part === "**") return GLOBSTAR;
@@ -46,9 +51,9 @@ export function compileGlob(source: string, field = "resource"): CompiledGlob {
     literalPrefix.push(segment);
   }
   return {
-    source,
+    source: `/${parts.join("/")}`,
     literalPrefix,
-    matches: (path) => matchSegments(segments, path.split("/").slice(1)),
+    matches: (path) => matchSegments(segments, pathSegments(path)),
   };
 }
 
@@ -100,4 +105,9 @@ function matchSegment(matcher: string | { readonly pattern: string }, text: stri
   }
   while (pattern[p] === "*") p++;
   return p === pattern.length;
+}
+
+/** The segments of a normalised path: "/" has none, "/api/v1" has ["api", "v1"]. */
+export function pathSegments(path: string): string[] {
+  return path === "/" ? [] : path.split("/").slice(1);
 }

@@ -27,7 +27,7 @@ export interface CheckRequest {
   ip: string | null;
   apiKey: string | null;
   userAgent: string | null;
-  /** The path only: query string and fragment removed. */
+  /** The path only, normalised (see normalizePath): query string and fragment removed. */
   resource: string | null;
   method: HttpMethod | null;
   cost: number;
@@ -93,7 +93,23 @@ function resourcePath(value: string | null | undefined, field: string): string |
   if (raw === null) return null;
   if (!raw.startsWith("/")) throw new ValidationError(field, `must be a path starting with "/" (got ${JSON.stringify(raw.slice(0, 40))})`);
   const end = raw.search(/[?#]/);
-  return end === -1 ? raw : raw.slice(0, end);
+  return normalizePath(end === -1 ? raw : raw.slice(0, end));
+}
+
+/**
+ * One spelling per path, so that "/api//v1/./orders/" cannot slip past a rule
+ * on "/api/v1/*": empty and "." segments are dropped, ".." removes the segment
+ * before it (never above the root), and there is no trailing slash.
+ * Percent-escapes are left alone: decoding "%2F" would invent a segment.
+ */
+export function normalizePath(path: string): string {
+  const segments: string[] = [];
+  for (const segment of path.split("/")) {
+    if (segment === "" || segment === ".") continue;
+    if (segment === "..") segments.pop();
+    else segments.push(segment);
+  }
+  return `/${segments.join("/")}`;
 }
 
 export function httpMethod(value: string | null | undefined, field: string): HttpMethod | null {
@@ -113,6 +129,12 @@ function cost(value: number | null | undefined, field: string): number {
   return value;
 }
 
+/**
+ * Characters no identifier or name may carry: C0 and C1 controls, line and
+ * paragraph separators, bidirectional overrides and isolates (they make text
+ * display as something else), and unpaired surrogates (which cannot be encoded
+ * and would collide once stored).
+ */
 export function hasControlCharacters(value: string): boolean {
-  return /[\u0000-\u001f\u007f]/.test(value);
+  return /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(value) || !value.isWellFormed();
 }

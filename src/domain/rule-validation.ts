@@ -24,11 +24,13 @@ import {
 export const RULE_BOUNDS = {
   name: 200,
   maxLimit: 1_000_000_000,
-  minWindowSeconds: 1,
   maxWindowSeconds: 366 * 86400,
   /** One stored entry per admitted unit: beyond this, SLIDING_WINDOW_COUNTER is the right tool. */
   maxLogLimit: 100_000,
 } as const;
+
+/** The fields a change may clear with null. */
+const NULLABLE = new Set<keyof RuleSpec>(["resource", "method", "burst"]);
 
 /** Rule input as it arrives: any field may be missing (defaults apply) or of the wrong kind. */
 export type RuleInput = { [K in keyof RuleSpec]?: unknown };
@@ -53,8 +55,12 @@ export function validateRuleChange(current: Rule, change: RuleInput, prefix = "i
     throw new ValidationError(`${prefix}.tenantId`, "cannot change: a rule stays with its tenant");
   }
   const merged: RuleInput = { ...specOf(current) };
-  for (const [field, value] of Object.entries(change)) {
-    if (value !== undefined) merged[field as keyof RuleSpec] = value;
+  for (const [field, value] of Object.entries(change) as [keyof RuleSpec, unknown][]) {
+    if (value === undefined) continue;
+    if (value === null && !NULLABLE.has(field)) {
+      throw new ValidationError(`${prefix}.${field}`, "cannot be null (leave it out to keep the current value)");
+    }
+    merged[field] = value;
   }
   return validateRuleSpec(merged, prefix);
 }
@@ -74,7 +80,7 @@ function validateRuleSpec(input: RuleInput, prefix: string): RuleSpec {
     method: method(input.method, f("method")),
     algorithm: oneOf(input.algorithm, ALGORITHMS, f("algorithm")),
     limit: integer(input.limit, f("limit"), 1, RULE_BOUNDS.maxLimit),
-    window: integer(input.window, f("window"), 1, RULE_BOUNDS.maxWindowSeconds),
+    window: integer(input.window, f("window"), 1, 2 ** 31 - 1),
     windowUnit: oneOf(input.windowUnit, WINDOW_UNITS, f("windowUnit")),
     burst: input.burst === null || input.burst === undefined ? null : integer(input.burst, f("burst"), 1, RULE_BOUNDS.maxLimit),
     action: oneOf(input.action, ACTIONS, f("action")),
@@ -114,7 +120,8 @@ function text(value: unknown, field: string, max: number): string {
 
 function integer(value: unknown, field: string, min: number, max: number): number {
   if (typeof value !== "number" || !Number.isInteger(value)) {
-    throw new ValidationError(field, value === null || value === undefined ? "is required" : `must be an integer (got ${JSON.stringify(value)})`);
+    const got = typeof value === "number" ? String(value) : JSON.stringify(value);
+    throw new ValidationError(field, value === null || value === undefined ? "is required" : `must be an integer (got ${got})`);
   }
   if (value < min) throw new ValidationError(field, `must be at least ${min} (got ${value})`);
   if (value > max) throw new ValidationError(field, `must be at most ${max} (got ${value})`);

@@ -42,5 +42,6 @@ export function compileRule(rule: Rule): CompiledRule {
  * characters of a rule's name become "_", since a header cannot carry them.
  */
 function structuredFieldString(text: string): string {
-  return `"${text.replace(/[^\x20-\x7e]/g, "_").replace(/(["\\])/g, "\\$1")}"`;
+  const printable = Array.from(text, (c) => (c >= " " && c <= "~" ? c : "_")).join("");
+  return `"${printable.replace(/(["\\])/g, "\\$1")}"`;
 }

@@ -7,6 +7,7 @@
  * cost nothing.
  */
 
+import { pathSegments } from "../domain/glob.js";
 import type { CheckRequest } from "../domain/request.js";
 import { ALL_TENANTS } from "../domain/rule.js";
 import type { CompiledRule } from "./compiled-rule.js";
@@ -44,7 +45,7 @@ export class RuleIndex {
   /** The enabled rules whose tenant, method and resource match the request. */
   match(request: CheckRequest): CompiledRule[] {
     const matched: CompiledRule[] = [];
-    const segments = request.resource === null ? [] : request.resource.split("/").slice(1);
+    const segments = request.resource === null ? [] : pathSegments(request.resource);
     for (const tenant of [request.tenantId, ALL_TENANTS]) {
       let node = this.tenants.get(tenant);
       let depth = 0;

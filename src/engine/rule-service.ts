@@ -28,8 +28,9 @@ export class RuleService {
 
   /** Loads every rule from the repository into the rule book. */
   async reload(): Promise<number> {
+    const since = this.book.mark();
     const rules = await this.repository.list();
-    this.book.load(rules);
+    this.book.load(rules, since);
     return rules.length;
   }
 

@@ -1,0 +1,97 @@
+/**
+ * Redis bytes per live bucket: `npm run memory` (1,000,000 buckets per
+ * algorithm) or `npm run memory -- --buckets 100000`. It starts a private
+ * redis-server on a spare port (so nothing else shares its memory), creates
+ * the buckets through the real decide.lua, one request each, and reads
+ * INFO memory before and after. Two naive layouts are measured the same way
+ * for comparison: one string key with a TTL per bucket, and the two string
+ * keys (current and previous window) a sliding window counter usually takes.
+ */
+
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { Redis } from "ioredis";
+import type { LimitParams } from "../src/domain/algorithms/index.js";
+import { ALGORITHMS } from "../src/domain/rule.js";
+import { KeyLayout } from "../src/store/redis/key-layout.js";
+import { RedisCounterStore } from "../src/store/redis/redis-counter-store.js";
+
+const bucketsArg = process.argv.indexOf("--buckets");
+const BUCKETS = bucketsArg > 0 ? Number(process.argv[bucketsArg + 1]) : 1_000_000;
+const BATCH = 2_000;
+
+async function main(): Promise<void> {
+  const port = await freePort();
+  const server = spawn("redis-server", ["--port", String(port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"], { stdio: "ignore" });
+  const redis = new Redis({ port, lazyConnect: true });
+  try {
+    await connectWithRetry(redis);
+    console.log(`memory: ${BUCKETS.toLocaleString("en")} live buckets per layout, private redis-server on port ${port}`);
+    const rows: [string, number, string][] = [];
+    for (const algorithm of ALGORITHMS) {
+      const params: LimitParams = { algorithm, limit: 100, windowMs: 60_000, capacity: 100, action: "REJECT" };
+      const store = new RedisCounterStore(redis, { layout: new KeyLayout("fg:", 16_384) });
+      rows.push([algorithm, ...(await measure(redis, (i) => store.decide([{ buckets: [{ ruleId: "r1", key: `user:u${i}`, params }], cost: 1, dryRun: false }])))]);
+    }
+    rows.push(["one string key + TTL per bucket", ...(await measure(redis, (i) => redis.set(`fg:{r1}:user:u${i}`, "1796018770:1", "PX", 120_000)))]);
+    rows.push([
+      "two string keys + TTL per bucket",
+      ...(await measure(redis, (i) => {
+        void redis.set(`fg:{r1:user:u${i}}:1796018770`, "1", "PX", 120_000);
+        return redis.set(`fg:{r1:user:u${i}}:1796018771`, "1", "PX", 120_000);
+      })),
+    ]);
+    console.log("layout                            bytes per bucket   keys");
+    for (const [name, bytes, keys] of rows) console.log(`${name.padEnd(34)}${bytes.toFixed(1).padStart(16)}   ${keys}`);
+  } finally {
+    redis.disconnect();
+    server.kill();
+  }
+}
+
+/** Runs `create` for every bucket index in pipelined batches and returns bytes per bucket and the key count. */
+async function measure(redis: Redis, create: (i: number) => Promise<unknown>): Promise<[number, string]> {
+  await redis.flushall();
+  const before = await usedMemory(redis);
+  for (let start = 0; start < BUCKETS; start += BATCH) {
+    const batch: Promise<unknown>[] = [];
+    for (let i = start; i < Math.min(BUCKETS, start + BATCH); i++) batch.push(create(i));
+    await Promise.all(batch);
+  }
+  const after = await usedMemory(redis);
+  return [(after - before) / BUCKETS, String(await redis.dbsize())];
+}
+
+async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info("memory");
+  return Number(/used_memory:(\d+)/.exec(info)![1]);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function connectWithRetry(redis: Redis): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const probe = new Redis({ port: redis.options.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      await probe.connect();
+      probe.disconnect();
+      await redis.connect();
+      return;
+    } catch (error) {
+      probe.disconnect();
+      if (attempt > 50) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+await main();

@@ -1,0 +1,69 @@
+/** Helpers shared by the API suites: unique tenants, error assertions, rule inputs. */
+
+import { randomUUID } from "node:crypto";
+import type { GraphQLFormattedError } from "graphql";
+import { expect } from "vitest";
+import { CheckLimitsDocument, CreateRuleDocument, type CheckLimitsInput, type CreateRuleInput } from "../generated/graphql.js";
+import type { GraphQLClient } from "../support/graphql-client.js";
+import { postgresAvailable, redisAvailable } from "../support/services.js";
+
+export const STORAGES = ["embedded", "real"] as const;
+
+/** Whether the "real" suites can run: Redis and Postgres both reachable (under CI=true an unreachable one fails instead). */
+export async function realStorageAvailable(): Promise<boolean> {
+  return (await redisAvailable()) && (await postgresAvailable());
+}
+
+export function newTenant(): string {
+  return `t-${randomUUID()}`;
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * A stack trace in any form: a "stacktrace" extension, or V8 frames such as
+ * "at fn (/x/y.js:1:2)" / "at /x/y.js:1:2". Plain " at " is not enough, since
+ * honest messages say "must be at least 1".
+ */
+const STACK_FRAME = /\bat (?:[^\s"()]+ )?\(?(?:file:\/\/|node:|\/)[^\s"()]*:\d+:\d+\)?/;
+
+export function expectNoStackTrace(response: unknown): void {
+  const text = typeof response === "string" ? response : JSON.stringify(response);
+  expect(text.toLowerCase()).not.toContain("stacktrace");
+  expect(text).not.toMatch(STACK_FRAME);
+  expect(text).not.toMatch(/\\n\s+at /);
+}
+
+/** The single error of a failed operation. */
+export function onlyError(errors: readonly GraphQLFormattedError[] | undefined): GraphQLFormattedError {
+  expect(errors, "expected the operation to fail").toBeDefined();
+  expect(errors).toHaveLength(1);
+  return errors![0]!;
+}
+
+export function expectBadUserInput(errors: readonly GraphQLFormattedError[] | undefined, field: string): void {
+  const error = onlyError(errors);
+  expect(error.extensions?.code).toBe("BAD_USER_INPUT");
+  expect(error.extensions?.field).toBe(field);
+  expect(error.message).toContain(field);
+}
+
+export function expectCode(errors: readonly GraphQLFormattedError[] | undefined, code: string): void {
+  expect(onlyError(errors).extensions?.code).toBe(code);
+}
+
+export function header(headers: readonly { name: string; value: string }[], name: string): string | undefined {
+  return headers.find((h) => h.name.toLowerCase() === name.toLowerCase())?.value;
+}
+
+export async function createRule(client: GraphQLClient, input: CreateRuleInput) {
+  return (await client.data(CreateRuleDocument, { input })).createRule;
+}
+
+export async function check(client: GraphQLClient, request: CheckLimitsInput) {
+  return (await client.data(CheckLimitsDocument, { request })).checkLimits;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

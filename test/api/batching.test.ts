@@ -1,0 +1,289 @@
+/**
+ * checkLimitsBatch and several checks in one operation: over HTTP for what the
+ * caller sees, and in-process (schema executed directly, around a counter store
+ * that records its calls) for the one-round-trip promise.
+ */
+
+import { execute, type ExecutionResult, type GraphQLSchema } from "graphql";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createContext, type Services } from "../../src/api/context.js";
+import { buildApiSchema } from "../../src/api/schema.js";
+import { ConflictError } from "../../src/domain/errors.js";
+import { systemClock, type CounterCall, type CounterReply, type CounterStore, type RuleRepository } from "../../src/domain/ports.js";
+import type { Rule, RuleSpec } from "../../src/domain/rule.js";
+import { Limiter } from "../../src/engine/limiter.js";
+import { RuleBook } from "../../src/engine/rule-book.js";
+import { RuleService } from "../../src/engine/rule-service.js";
+import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
+import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
+import {
+  CheckBatchAndSingleDocument,
+  CheckLimitsBatchDocument,
+  CheckTwoAliasedDocument,
+  CreateRuleDocument,
+  type CheckBatchAndSingleQuery,
+  type CheckLimitsBatchQuery,
+  type CheckLimitsInput,
+  type CheckTwoAliasedQuery,
+  type CreateRuleMutation,
+} from "../generated/graphql.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import type { GraphQLClient } from "../support/graphql-client.js";
+import { STORAGES, check, createRule, expectBadUserInput, expectNoStackTrace, newTenant, realStorageAvailable } from "./api-support.js";
+
+const realAvailable = await realStorageAvailable();
+
+/**
+ * graphql as the schema's builder (type-graphql, loaded by Node from
+ * node_modules) sees it: the CommonJS build. A plain `import` here would get
+ * vitest's ESM build, a second copy of graphql that refuses the schema.
+ */
+
+for (const storage of STORAGES) {
+  describe.runIf(storage === "embedded" || realAvailable)(`checkLimitsBatch over HTTP (${storage})`, () => {
+    let t: TestApp;
+    let client: GraphQLClient;
+
+    beforeAll(async () => {
+      t = await startTestApp(storage);
+      client = t.client;
+    });
+
+    afterAll(async () => {
+      await t?.stop();
+    });
+
+    async function perUserRule(tenantId: string, limit: number) {
+      return createRule(client, { tenantId, name: "per-user", scope: ["USER"], limit, window: 1, windowUnit: "MINUTES" });
+    }
+
+    it("applies the checks of a batch in order: limit 2, three checks of one user -> allowed, allowed, denied", async () => {
+      const tenantId = newTenant();
+      await perUserRule(tenantId, 2);
+      const request = { tenantId, userId: "u1" };
+      const { checkLimitsBatch } = await client.data(CheckLimitsBatchDocument, { requests: [request, request, request] });
+      expect(checkLimitsBatch.map((d) => d.allowed)).toEqual([true, true, false]);
+      expect(checkLimitsBatch.map((d) => d.remaining)).toEqual([1, 0, 0]);
+    });
+
+    it("returns one decision per request, in the order of the requests", async () => {
+      const limited = newTenant();
+      const rule = await perUserRule(limited, 5);
+      const requests: CheckLimitsInput[] = [
+        { tenantId: limited, userId: "u1" },
+        { tenantId: newTenant(), userId: "u1" },
+        { tenantId: limited, userId: "u2" },
+        { tenantId: limited, userId: "u1" },
+      ];
+      const { checkLimitsBatch } = await client.data(CheckLimitsBatchDocument, { requests });
+      expect(checkLimitsBatch).toHaveLength(4);
+      expect(checkLimitsBatch.map((d) => d.rule?.id ?? null)).toEqual([rule.id, null, rule.id, rule.id]);
+      expect(checkLimitsBatch.map((d) => d.results[0]?.key ?? null)).toEqual(["user:u1", null, "user:u2", "user:u1"]);
+      expect(checkLimitsBatch.map((d) => d.remaining)).toEqual([4, null, 4, 3]);
+    });
+
+    it("returns an empty list for an empty batch", async () => {
+      expect((await client.data(CheckLimitsBatchDocument, { requests: [] })).checkLimitsBatch).toEqual([]);
+    });
+
+    it("fails a batch holding one invalid request with BAD_USER_INPUT naming requests[1].cost", async () => {
+      const tenantId = newTenant();
+      await perUserRule(tenantId, 5);
+      const valid = { tenantId, userId: "u1" };
+      const response = await client.request(CheckLimitsBatchDocument, { requests: [valid, { ...valid, cost: 0 }, valid] });
+      expect(response.data).toBeNull();
+      expectBadUserInput(response.errors, "requests[1].cost");
+      expectNoStackTrace(response);
+    });
+
+    it("consumes nothing for the valid requests of a batch that fails validation", async () => {
+      const tenantId = newTenant();
+      await perUserRule(tenantId, 5);
+      const valid = { tenantId, userId: "u1" };
+      await client.request(CheckLimitsBatchDocument, { requests: [valid, valid, { ...valid, ip: "not-an-ip" }] });
+      expect((await check(client, valid)).remaining).toBe(4);
+    });
+
+    it("names the invalid field of the failing request, e.g. requests[2].ip", async () => {
+      const valid = { tenantId: newTenant(), userId: "u1" };
+      const response = await client.request(CheckLimitsBatchDocument, { requests: [valid, valid, { ...valid, ip: "not-an-ip" }] });
+      expectBadUserInput(response.errors, "requests[2].ip");
+    });
+
+    it("refuses more than 1000 requests with BAD_USER_INPUT naming requests, and consumes nothing", async () => {
+      const tenantId = newTenant();
+      await perUserRule(tenantId, 5);
+      const request = { tenantId, userId: "u1" };
+      const response = await client.request(CheckLimitsBatchDocument, { requests: Array.from({ length: 1001 }, () => request) });
+      expect(response.data).toBeNull();
+      expectBadUserInput(response.errors, "requests");
+      expectNoStackTrace(response);
+      expect((await check(client, request)).remaining).toBe(4);
+    });
+
+    it("accepts exactly 1000 requests", async () => {
+      const tenantId = newTenant();
+      await perUserRule(tenantId, 990);
+      const requests = Array.from({ length: 1000 }, () => ({ tenantId, userId: "u1" }));
+      const { checkLimitsBatch } = await client.data(CheckLimitsBatchDocument, { requests });
+      expect(checkLimitsBatch).toHaveLength(1000);
+      expect(checkLimitsBatch.filter((d) => d.allowed)).toHaveLength(990);
+      expect(checkLimitsBatch[989]!.allowed).toBe(true);
+      expect(checkLimitsBatch[990]!.allowed).toBe(false);
+    });
+
+    it("applies two aliased checkLimits of one query in order", async () => {
+      const tenantId = newTenant();
+      await perUserRule(tenantId, 1);
+      const request = { tenantId, userId: "u1" };
+      const { first, second } = await client.data(CheckTwoAliasedDocument, { first: request, second: request });
+      expect(first.allowed).toBe(true);
+      expect(second.allowed).toBe(false);
+    });
+  });
+}
+
+/** A counter store that records, for every decide(), how many calls it was given. */
+class CountingCounterStore implements CounterStore {
+  readonly description = "counting";
+  readonly decideSizes: number[] = [];
+  constructor(private readonly inner: CounterStore) {}
+
+  decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
+    this.decideSizes.push(calls.length);
+    return this.inner.decide(calls);
+  }
+
+  reset(ruleId: string, key: string): Promise<boolean> {
+    return this.inner.reset(ruleId, key);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/** The RuleRepository port in a Map: all the in-process tests need of rule storage. */
+class InMemoryRuleRepository implements RuleRepository {
+  private readonly rules = new Map<string, Rule>();
+
+  async list(): Promise<Rule[]> {
+    return [...this.rules.values()];
+  }
+
+  async get(id: string): Promise<Rule | null> {
+    return this.rules.get(id) ?? null;
+  }
+
+  async create(id: string, spec: RuleSpec): Promise<Rule> {
+    if ([...this.rules.values()].some((r) => r.tenantId === spec.tenantId && r.name === spec.name)) {
+      throw new ConflictError(`input.name: tenant ${spec.tenantId} already has a rule named ${spec.name}`);
+    }
+    const now = new Date();
+    const rule: Rule = { ...spec, id, version: 1, createdAt: now, updatedAt: now };
+    this.rules.set(id, rule);
+    return rule;
+  }
+
+  async update(id: string, spec: RuleSpec, version: number): Promise<Rule | null> {
+    const current = this.rules.get(id);
+    if (current === undefined || current.version !== version) return null;
+    const rule: Rule = { ...current, ...spec, version: version + 1, updatedAt: new Date() };
+    this.rules.set(id, rule);
+    return rule;
+  }
+
+  async delete(id: string): Promise<Rule | null> {
+    const current = this.rules.get(id) ?? null;
+    this.rules.delete(id);
+    return current;
+  }
+
+  async close(): Promise<void> {}
+}
+
+describe("one round trip per operation (schema executed in-process)", () => {
+  let schema: GraphQLSchema;
+  let services: Services;
+  let store: CountingCounterStore;
+  let events: InProcessEventBus;
+
+  beforeAll(async () => {
+    events = new InProcessEventBus();
+    store = new CountingCounterStore(new MemoryCounterStore({ sweepIntervalMs: 0 }));
+    const book = new RuleBook();
+    const rules = new RuleService(new InMemoryRuleRepository(), book, store, events, systemClock);
+    await rules.reload();
+    services = { rules, limiter: new Limiter(book, store, events, systemClock), events };
+    schema = await buildApiSchema(events);
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await events?.close();
+  });
+
+  /** Runs one operation as the server would: a fresh context per operation. */
+  async function run<T>(document: Parameters<typeof execute>[0]["document"], variableValues: Record<string, unknown>): Promise<T> {
+    const result = (await execute({ schema, document, variableValues, contextValue: createContext(services) })) as ExecutionResult<T>;
+    expect(result.errors).toBeUndefined();
+    return result.data!;
+  }
+
+  /** A tenant with a per-user rule of the given limit; the store's call log starts empty afterwards. */
+  async function tenantWithRule(limit: number): Promise<string> {
+    const tenantId = newTenant();
+    const input = { tenantId, name: "per-user", scope: ["USER"], limit, window: 1, windowUnit: "MINUTES" };
+    await run<CreateRuleMutation>(CreateRuleDocument, { input });
+    store.decideSizes.length = 0;
+    return tenantId;
+  }
+
+  it("sends the three checks of a checkLimitsBatch to the store in one decide() call of 3", async () => {
+    const tenantId = await tenantWithRule(2);
+    const request = { tenantId, userId: "u1" };
+    const data = await run<CheckLimitsBatchQuery>(CheckLimitsBatchDocument, { requests: [request, request, request] });
+    expect(store.decideSizes).toEqual([3]);
+    expect(data.checkLimitsBatch.map((d) => d.allowed)).toEqual([true, true, false]);
+  });
+
+  it("sends two aliased checkLimits of one query to the store in one decide() call of 2", async () => {
+    const tenantId = await tenantWithRule(1);
+    const request = { tenantId, userId: "u1" };
+    const data = await run<CheckTwoAliasedQuery>(CheckTwoAliasedDocument, { first: request, second: request });
+    expect(store.decideSizes).toEqual([2]);
+    expect([data.first.allowed, data.second.allowed]).toEqual([true, false]);
+  });
+
+  it("sends a batch and a single check of one query to the store together", async () => {
+    const tenantId = await tenantWithRule(10);
+    const request = { tenantId, userId: "u1" };
+    const data = await run<CheckBatchAndSingleQuery>(CheckBatchAndSingleDocument, { requests: [request, request, request], single: request });
+    expect(store.decideSizes).toEqual([4]);
+    expect([...data.batch.map((d) => d.remaining), data.single.remaining].sort()).toEqual([6, 7, 8, 9]);
+  });
+
+  it("sends a batch of the maximum 1000 checks in one decide() call", async () => {
+    const tenantId = await tenantWithRule(2000);
+    const requests = Array.from({ length: 1000 }, (_, i) => ({ tenantId, userId: `u${i}` }));
+    const data = await run<CheckLimitsBatchQuery>(CheckLimitsBatchDocument, { requests });
+    expect(store.decideSizes).toEqual([1000]);
+    expect(data.checkLimitsBatch.every((d) => d.allowed)).toBe(true);
+  });
+
+  it("does not call the store for checks that no rule applies to", async () => {
+    store.decideSizes.length = 0;
+    const request = { tenantId: newTenant(), userId: "u1" };
+    const data = await run<CheckTwoAliasedQuery>(CheckTwoAliasedDocument, { first: request, second: request });
+    expect(store.decideSizes).toEqual([]);
+    expect([data.first.allowed, data.second.allowed]).toEqual([true, true]);
+  });
+
+  it("sends only the checks some rule applies to, still in one call", async () => {
+    const tenantId = await tenantWithRule(5);
+    const requests = [{ tenantId, userId: "u1" }, { tenantId: newTenant(), userId: "u1" }, { tenantId, userId: "u2" }];
+    const data = await run<CheckLimitsBatchQuery>(CheckLimitsBatchDocument, { requests });
+    expect(store.decideSizes).toEqual([2]);
+    expect(data.checkLimitsBatch.map((d) => d.remaining)).toEqual([4, null, 4]);
+  });
+});

@@ -1,0 +1,576 @@
+import { describe, expect, it } from "vitest";
+import { ValidationError } from "../../src/domain/errors.js";
+import type { Rule } from "../../src/domain/rule.js";
+import { RULE_BOUNDS, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../src/domain/rule-validation.js";
+
+const valid = { tenantId: "acme", name: "per-user", limit: 100, window: 60 } as const;
+
+const METHODS = "GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH";
+const EXACTNESS = "keeps fractions of tokens exactly, which needs (burst + limit) x window in ms <= 2^52; shorten the window or lower the numbers";
+
+function rejection(run: () => unknown): ValidationError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ValidationError) return error;
+    throw error;
+  }
+  throw new Error("expected a ValidationError");
+}
+
+function rejectNew(input: RuleInput, prefix?: string): ValidationError {
+  return rejection(() => validateNewRule(input, prefix));
+}
+
+function existing(fields: Partial<Rule> = {}): Rule {
+  return {
+    id: "rule-1",
+    tenantId: "acme",
+    name: "per-user",
+    scope: ["USER"],
+    resource: "/api/**",
+    method: "POST",
+    algorithm: "TOKEN_BUCKET",
+    limit: 10,
+    window: 1,
+    windowUnit: "MINUTES",
+    burst: 20,
+    action: "REJECT",
+    failureMode: "OPEN",
+    priority: 5,
+    enabled: true,
+    version: 3,
+    createdAt: new Date("2024-01-01T00:00:00Z"),
+    updatedAt: new Date("2024-01-02T00:00:00Z"),
+    ...fields,
+  };
+}
+
+describe("validateNewRule defaults", () => {
+  it("applies every default to a minimal rule", () => {
+    expect(validateNewRule(valid)).toEqual({
+      tenantId: "acme",
+      name: "per-user",
+      scope: [],
+      resource: null,
+      method: null,
+      algorithm: "SLIDING_WINDOW_COUNTER",
+      limit: 100,
+      window: 60,
+      windowUnit: "SECONDS",
+      burst: null,
+      action: "REJECT",
+      failureMode: "OPEN",
+      priority: 0,
+      enabled: true,
+    });
+  });
+
+  it("applies the defaults when defaulted fields are explicitly null", () => {
+    const input = {
+      ...valid,
+      scope: null,
+      resource: null,
+      method: null,
+      algorithm: null,
+      windowUnit: null,
+      burst: null,
+      action: null,
+      failureMode: null,
+      priority: null,
+      enabled: null,
+    };
+    expect(validateNewRule(input)).toEqual(validateNewRule(valid));
+  });
+
+  it("applies the defaults when defaulted fields are explicitly undefined", () => {
+    expect(validateNewRule({ ...valid, algorithm: undefined, priority: undefined })).toEqual(validateNewRule(valid));
+  });
+
+  it("keeps every given field", () => {
+    const input = {
+      tenantId: "*",
+      name: "global",
+      scope: ["IP"],
+      resource: "/api/**",
+      method: "GET",
+      algorithm: "TOKEN_BUCKET",
+      limit: 5,
+      window: 2,
+      windowUnit: "MINUTES",
+      burst: 10,
+      action: "THROTTLE",
+      failureMode: "CLOSED",
+      priority: -3,
+      enabled: false,
+    };
+    expect(validateNewRule(input)).toEqual(input);
+  });
+
+  it("does not share the default scope array between rules", () => {
+    const a = validateNewRule(valid);
+    const b = validateNewRule(valid);
+    a.scope.push("USER");
+    expect(b.scope).toEqual([]);
+  });
+
+  it("drops fields that are not part of a rule", () => {
+    expect(validateNewRule({ ...valid, ...({ id: "x", version: 9 } as RuleInput) })).toEqual(validateNewRule(valid));
+  });
+});
+
+describe("validateNewRule required fields", () => {
+  it.each(["tenantId", "name", "limit", "window"] as const)("requires %s", (field) => {
+    const input: RuleInput = { ...valid };
+    delete input[field];
+    const error = rejectNew(input);
+    expect(error.field).toBe(`input.${field}`);
+    expect(error.message).toBe(`input.${field} is required`);
+  });
+
+  it.each(["tenantId", "name", "limit", "window"] as const)("requires %s also when it is null", (field) => {
+    expect(rejectNew({ ...valid, [field]: null }).message).toBe(`input.${field} is required`);
+  });
+
+  it("names fields under the given prefix", () => {
+    const error = rejectNew({ ...valid, limit: 0 }, "rules[2]");
+    expect(error.field).toBe("rules[2].limit");
+    expect(error.message).toBe("rules[2].limit must be at least 1 (got 0)");
+  });
+});
+
+describe("validateNewRule name", () => {
+  it("rejects an empty name", () => {
+    expect(rejectNew({ ...valid, name: "" }).message).toBe("input.name must not be empty");
+  });
+
+  it("rejects a whitespace-only name", () => {
+    expect(rejectNew({ ...valid, name: "  \u00a0 " }).message).toBe("input.name must not be empty");
+  });
+
+  it(`accepts ${RULE_BOUNDS.name} characters`, () => {
+    expect(validateNewRule({ ...valid, name: "n".repeat(200) }).name).toBe("n".repeat(200));
+  });
+
+  it("rejects 201 characters", () => {
+    expect(rejectNew({ ...valid, name: "n".repeat(201) }).message).toBe("input.name must be at most 200 characters (got 201)");
+  });
+
+  it.each(["a\u0000b", "a\nb", "a\tb", "a\u007f"])("rejects control characters in %j", (name) => {
+    expect(rejectNew({ ...valid, name }).message).toBe("input.name must not contain control characters");
+  });
+
+  it("rejects a name that is not a string", () => {
+    expect(rejectNew({ ...valid, name: 42 }).message).toBe("input.name must be a string");
+  });
+
+  it("keeps surrounding spaces and unicode", () => {
+    expect(validateNewRule({ ...valid, name: " Café – per user " }).name).toBe(" Café – per user ");
+  });
+});
+
+describe("validateNewRule tenantId", () => {
+  it("rejects an empty tenantId", () => {
+    const error = rejectNew({ ...valid, tenantId: "" });
+    expect(error.field).toBe("input.tenantId");
+    expect(error.message).toBe("input.tenantId must not be empty");
+  });
+
+  it("rejects a tenantId longer than 128 characters", () => {
+    expect(rejectNew({ ...valid, tenantId: "t".repeat(129) }).message).toBe("input.tenantId must be at most 128 characters (got 129)");
+  });
+
+  it('accepts "*" for a rule of every tenant', () => {
+    expect(validateNewRule({ ...valid, tenantId: "*" }).tenantId).toBe("*");
+  });
+
+  it("rejects control characters", () => {
+    expect(rejectNew({ ...valid, tenantId: "ac\u0001me" }).message).toBe("input.tenantId must not contain control characters");
+  });
+});
+
+describe("validateNewRule limit", () => {
+  it("rejects 0", () => {
+    expect(rejectNew({ ...valid, limit: 0 }).message).toBe("input.limit must be at least 1 (got 0)");
+  });
+
+  it("rejects a negative limit", () => {
+    expect(rejectNew({ ...valid, limit: -5 }).message).toBe("input.limit must be at least 1 (got -5)");
+  });
+
+  it("accepts 1_000_000_000", () => {
+    expect(validateNewRule({ ...valid, limit: 1_000_000_000 }).limit).toBe(1_000_000_000);
+  });
+
+  it("rejects 1_000_000_001", () => {
+    expect(rejectNew({ ...valid, limit: 1_000_000_001 }).message).toBe("input.limit must be at most 1000000000 (got 1000000001)");
+  });
+
+  it("rejects a fraction", () => {
+    expect(rejectNew({ ...valid, limit: 1.5 }).message).toBe("input.limit must be an integer (got 1.5)");
+  });
+
+  it("rejects a numeric string", () => {
+    expect(rejectNew({ ...valid, limit: "10" }).message).toBe('input.limit must be an integer (got "10")');
+  });
+
+  it("rejects NaN", () => {
+    const error = rejectNew({ ...valid, limit: Number.NaN });
+    expect(error.field).toBe("input.limit");
+    expect(error.message).toMatch(/^input\.limit must be an integer \(got /);
+  });
+});
+
+describe("validateNewRule window", () => {
+  it("rejects 0", () => {
+    const error = rejectNew({ ...valid, window: 0 });
+    expect(error.field).toBe("input.window");
+    expect(error.message).toBe("input.window must be at least 1 (got 0)");
+  });
+
+  it.each([
+    [366, "DAYS"],
+    [8784, "HOURS"],
+    [527_040, "MINUTES"],
+    [31_622_400, "SECONDS"],
+  ] as const)("accepts %i %s, which is 366 days", (window, windowUnit) => {
+    expect(validateNewRule({ ...valid, window, windowUnit })).toMatchObject({ window, windowUnit });
+  });
+
+  it.each([
+    [367, "DAYS", "367 days"],
+    [8785, "HOURS", "8785 hours"],
+    [527_041, "MINUTES", "527041 minutes"],
+  ] as const)("rejects %i %s, which is more than 366 days", (window, windowUnit, shown) => {
+    const error = rejectNew({ ...valid, window, windowUnit });
+    expect(error.field).toBe("input.window");
+    expect(error.message).toBe(`input.window must be at most 366 days (got ${shown})`);
+  });
+
+  it("rejects more than 366 days in seconds", () => {
+    expect(rejectNew({ ...valid, window: 31_622_401, windowUnit: "SECONDS" }).message).toBe(
+      "input.window must be at most 366 days (got 31622401 seconds)",
+    );
+  });
+});
+
+describe("validateNewRule burst", () => {
+  it("rejects 0", () => {
+    const error = rejectNew({ ...valid, algorithm: "TOKEN_BUCKET", burst: 0 });
+    expect(error.field).toBe("input.burst");
+    expect(error.message).toBe("input.burst must be at least 1 (got 0)");
+  });
+
+  it("rejects more than 1_000_000_000", () => {
+    expect(rejectNew({ ...valid, burst: 1_000_000_001 }).message).toBe("input.burst must be at most 1000000000 (got 1000000001)");
+  });
+
+  it("rejects a fraction", () => {
+    expect(rejectNew({ ...valid, burst: 2.5 }).message).toBe("input.burst must be an integer (got 2.5)");
+  });
+});
+
+describe("validateNewRule method", () => {
+  it('rejects "FETCH"', () => {
+    const error = rejectNew({ ...valid, method: "FETCH" });
+    expect(error.field).toBe("input.method");
+    expect(error.message).toBe(`input.method must be one of ${METHODS} (got "FETCH")`);
+  });
+
+  it("normalises to upper case", () => {
+    expect(validateNewRule({ ...valid, method: "patch" }).method).toBe("PATCH");
+  });
+
+  it('rejects ""', () => {
+    expect(rejectNew({ ...valid, method: "" }).message).toBe("input.method must not be empty (leave it null to match every method)");
+  });
+
+  it("rejects a method that is not a string", () => {
+    expect(rejectNew({ ...valid, method: 1 }).message).toBe("input.method must be a string");
+  });
+});
+
+describe("validateNewRule resource", () => {
+  it("keeps a valid glob", () => {
+    expect(validateNewRule({ ...valid, resource: "/files/*.pdf" }).resource).toBe("/files/*.pdf");
+  });
+
+  it('propagates a missing "/" under input.resource', () => {
+    const error = rejectNew({ ...valid, resource: "api/**" });
+    expect(error.field).toBe("input.resource");
+    expect(error.message).toBe('input.resource must start with "/" (got "api/**")');
+  });
+
+  it('propagates "" under input.resource', () => {
+    expect(rejectNew({ ...valid, resource: "" }).message).toBe(
+      "input.resource must not be empty (leave it null to match every resource)",
+    );
+  });
+
+  it('propagates "**" inside a segment under input.resource', () => {
+    expect(rejectNew({ ...valid, resource: "/a**" }).message).toBe(
+      'input.resource uses "**" inside a segment ("a**"); "**" must be a whole segment, as in /api/**',
+    );
+  });
+
+  it("propagates too many segments under input.resource", () => {
+    expect(rejectNew({ ...valid, resource: "/a".repeat(33) }).message).toBe("input.resource must have at most 32 segments");
+  });
+
+  it("rejects a resource that is not a string", () => {
+    expect(rejectNew({ ...valid, resource: ["/a"] }).message).toBe("input.resource must be a string");
+  });
+});
+
+describe("validateNewRule scope", () => {
+  it("sorts the scope into dimension order", () => {
+    expect(validateNewRule({ ...valid, scope: ["ENDPOINT", "IP", "TENANT"] }).scope).toEqual(["TENANT", "IP", "ENDPOINT"]);
+  });
+
+  it("rejects a dimension listed twice", () => {
+    const error = rejectNew({ ...valid, scope: ["USER", "IP", "USER"] });
+    expect(error.field).toBe("input.scope");
+    expect(error.message).toBe("input.scope lists USER twice");
+  });
+
+  it("names the index of an unknown dimension", () => {
+    const error = rejectNew({ ...valid, scope: ["USER", "DEVICE"] });
+    expect(error.field).toBe("input.scope[1]");
+    expect(error.message).toBe('input.scope[1] must be one of TENANT, USER, IP, API_KEY, CLIENT, ENDPOINT (got "DEVICE")');
+  });
+
+  it("rejects a scope that is not a list", () => {
+    expect(rejectNew({ ...valid, scope: "USER" }).message).toBe("input.scope must be a list of dimensions");
+  });
+});
+
+describe("validateNewRule enums", () => {
+  it.each([
+    ["algorithm", "GCRA", "SLIDING_WINDOW_COUNTER, TOKEN_BUCKET, FIXED_WINDOW, SLIDING_WINDOW_LOG, LEAKY_BUCKET"],
+    ["windowUnit", "WEEKS", "SECONDS, MINUTES, HOURS, DAYS"],
+    ["action", "DROP", "REJECT, THROTTLE, LOG_ONLY"],
+    ["failureMode", "MAYBE", "OPEN, CLOSED, LOCAL"],
+  ] as const)("rejects %s %s", (field, value, allowed) => {
+    const error = rejectNew({ ...valid, [field]: value });
+    expect(error.field).toBe(`input.${field}`);
+    expect(error.message).toBe(`input.${field} must be one of ${allowed} (got "${value}")`);
+  });
+
+  it("is case-sensitive for enum values", () => {
+    expect(rejectNew({ ...valid, action: "reject" }).message).toBe('input.action must be one of REJECT, THROTTLE, LOG_ONLY (got "reject")');
+  });
+
+  it("rejects a non-string enum value", () => {
+    expect(rejectNew({ ...valid, algorithm: 3 }).message).toBe(
+      "input.algorithm must be one of SLIDING_WINDOW_COUNTER, TOKEN_BUCKET, FIXED_WINDOW, SLIDING_WINDOW_LOG, LEAKY_BUCKET (got 3)",
+    );
+  });
+});
+
+describe("validateNewRule priority and enabled", () => {
+  it("accepts the 32-bit bounds", () => {
+    expect(validateNewRule({ ...valid, priority: 2 ** 31 - 1 }).priority).toBe(2 ** 31 - 1);
+    expect(validateNewRule({ ...valid, priority: -(2 ** 31) }).priority).toBe(-(2 ** 31));
+  });
+
+  it("rejects a priority above 2^31 - 1", () => {
+    expect(rejectNew({ ...valid, priority: 2 ** 31 }).message).toBe("input.priority must be at most 2147483647 (got 2147483648)");
+  });
+
+  it("rejects a priority below -2^31", () => {
+    expect(rejectNew({ ...valid, priority: -(2 ** 31) - 1 }).message).toBe(
+      "input.priority must be at least -2147483648 (got -2147483649)",
+    );
+  });
+
+  it("rejects an enabled that is not a boolean", () => {
+    const error = rejectNew({ ...valid, enabled: "yes" });
+    expect(error.field).toBe("input.enabled");
+    expect(error.message).toBe("input.enabled must be true or false");
+  });
+});
+
+describe("validateNewRule SLIDING_WINDOW_LOG", () => {
+  it(`accepts a limit of ${RULE_BOUNDS.maxLogLimit}`, () => {
+    expect(validateNewRule({ ...valid, algorithm: "SLIDING_WINDOW_LOG", limit: 100_000 }).limit).toBe(100_000);
+  });
+
+  it("rejects a limit above 100000", () => {
+    const error = rejectNew({ ...valid, algorithm: "SLIDING_WINDOW_LOG", limit: 100_001 });
+    expect(error.field).toBe("input.limit");
+    expect(error.message).toBe(
+      "input.limit must be at most 100000 for SLIDING_WINDOW_LOG, which stores one entry per admitted request; use SLIDING_WINDOW_COUNTER above that",
+    );
+  });
+
+  it("allows the same limit for SLIDING_WINDOW_COUNTER", () => {
+    expect(validateNewRule({ ...valid, algorithm: "SLIDING_WINDOW_COUNTER", limit: 100_001 }).limit).toBe(100_001);
+  });
+});
+
+describe("validateNewRule exactness bound of token and leaky buckets", () => {
+  const yearLong = { ...valid, window: 366, windowUnit: "DAYS" } as const;
+
+  it("rejects limit 1e9 per 366 days, naming input.limit when burst is not set", () => {
+    const error = rejectNew({ ...yearLong, algorithm: "TOKEN_BUCKET", limit: 1_000_000_000 });
+    expect(error.field).toBe("input.limit");
+    expect(error.message).toBe(`input.limit is too large for a 366 days window: TOKEN_BUCKET ${EXACTNESS}`);
+  });
+
+  it("names input.burst when burst is set", () => {
+    const error = rejectNew({ ...yearLong, algorithm: "TOKEN_BUCKET", limit: 1_000_000_000, burst: 5 });
+    expect(error.field).toBe("input.burst");
+    expect(error.message).toBe(`input.burst is too large for a 366 days window: TOKEN_BUCKET ${EXACTNESS}`);
+  });
+
+  it("applies to LEAKY_BUCKET", () => {
+    expect(rejectNew({ ...yearLong, algorithm: "LEAKY_BUCKET", limit: 1_000_000_000 }).message).toBe(
+      `input.limit is too large for a 366 days window: LEAKY_BUCKET ${EXACTNESS}`,
+    );
+  });
+
+  it("accepts the largest limit whose (limit + limit) x window in ms stays within 2^52", () => {
+    expect(validateNewRule({ ...yearLong, algorithm: "TOKEN_BUCKET", limit: 71_209 }).limit).toBe(71_209);
+  });
+
+  it("rejects the next limit", () => {
+    expect(rejectNew({ ...yearLong, algorithm: "TOKEN_BUCKET", limit: 71_210 }).field).toBe("input.limit");
+  });
+
+  it("accepts the largest burst whose (burst + limit) x window in ms stays within 2^52", () => {
+    expect(validateNewRule({ ...yearLong, algorithm: "TOKEN_BUCKET", limit: 71_209, burst: 71_209 }).burst).toBe(71_209);
+  });
+
+  it("rejects the next burst", () => {
+    expect(rejectNew({ ...yearLong, algorithm: "TOKEN_BUCKET", limit: 71_209, burst: 71_210 }).field).toBe("input.burst");
+  });
+
+  it("shows the window in the rule's own unit", () => {
+    expect(rejectNew({ ...valid, window: 8784, windowUnit: "HOURS", algorithm: "TOKEN_BUCKET", limit: 1_000_000 }).message).toBe(
+      `input.limit is too large for a 8784 hours window: TOKEN_BUCKET ${EXACTNESS}`,
+    );
+  });
+
+  it("does not apply to algorithms without fractional tokens", () => {
+    expect(validateNewRule({ ...yearLong, algorithm: "FIXED_WINDOW", limit: 1_000_000_000 }).limit).toBe(1_000_000_000);
+  });
+
+  it("accepts the largest numbers over a one-second window", () => {
+    const spec = validateNewRule({ ...valid, window: 1, algorithm: "TOKEN_BUCKET", limit: 1_000_000_000, burst: 1_000_000_000 });
+    expect(spec).toMatchObject({ limit: 1_000_000_000, burst: 1_000_000_000 });
+  });
+});
+
+describe("validateRuleChange", () => {
+  it("keeps every field when the change is empty", () => {
+    expect(validateRuleChange(existing(), {})).toEqual(specOf(existing()));
+  });
+
+  it("keeps fields the change leaves undefined", () => {
+    expect(validateRuleChange(existing(), { limit: undefined, resource: undefined, burst: undefined })).toEqual(specOf(existing()));
+  });
+
+  it("changes only the fields given", () => {
+    expect(validateRuleChange(existing(), { limit: 50, name: "renamed" })).toEqual({ ...specOf(existing()), limit: 50, name: "renamed" });
+  });
+
+  it("clears the resource with null", () => {
+    expect(validateRuleChange(existing(), { resource: null }).resource).toBeNull();
+  });
+
+  it("clears the method with null", () => {
+    expect(validateRuleChange(existing(), { method: null }).method).toBeNull();
+  });
+
+  it("clears the burst with null", () => {
+    expect(validateRuleChange(existing(), { burst: null }).burst).toBeNull();
+  });
+
+  it.each(["limit", "priority", "algorithm", "scope"] as const)("rejects null for %s, which is not nullable", (field) => {
+    const error = rejection(() => validateRuleChange(existing(), { [field]: null }));
+    expect(error.field).toBe(`input.${field}`);
+    expect(error.message).toBe(`input.${field} cannot be null (leave it out to keep the current value)`);
+  });
+
+  it("rejects a change of tenant", () => {
+    const error = rejection(() => validateRuleChange(existing(), { tenantId: "globex" }));
+    expect(error.field).toBe("input.tenantId");
+    expect(error.message).toBe("input.tenantId cannot change: a rule stays with its tenant");
+  });
+
+  it("rejects null for the tenant", () => {
+    expect(rejection(() => validateRuleChange(existing(), { tenantId: null })).field).toBe("input.tenantId");
+  });
+
+  it("accepts the rule's own tenant", () => {
+    expect(validateRuleChange(existing(), { tenantId: "acme" }).tenantId).toBe("acme");
+  });
+
+  it("names fields under the given prefix", () => {
+    const error = rejection(() => validateRuleChange(existing(), { tenantId: "globex" }, "patch"));
+    expect(error.field).toBe("patch.tenantId");
+  });
+
+  it("validates each changed field", () => {
+    expect(rejection(() => validateRuleChange(existing(), { method: "FETCH" })).message).toBe(
+      `input.method must be one of ${METHODS} (got "FETCH")`,
+    );
+  });
+
+  it("validates the merged rule as a whole: a new algorithm against the kept limit", () => {
+    const current = existing({ algorithm: "SLIDING_WINDOW_COUNTER", limit: 200_000, burst: null });
+    const error = rejection(() => validateRuleChange(current, { algorithm: "SLIDING_WINDOW_LOG" }));
+    expect(error.field).toBe("input.limit");
+  });
+
+  it("validates the merged rule as a whole: a new unit against the kept window", () => {
+    const current = existing({ window: 400, windowUnit: "SECONDS" });
+    expect(rejection(() => validateRuleChange(current, { windowUnit: "DAYS" })).message).toBe(
+      "input.window must be at most 366 days (got 400 days)",
+    );
+  });
+
+  it("validates the merged rule as a whole: a longer window against the kept burst", () => {
+    const current = existing({ algorithm: "TOKEN_BUCKET", limit: 10, burst: 1_000_000 });
+    const error = rejection(() => validateRuleChange(current, { window: 366, windowUnit: "DAYS" }));
+    expect(error.field).toBe("input.burst");
+  });
+
+  it("normalises a changed scope into dimension order", () => {
+    expect(validateRuleChange(existing(), { scope: ["ENDPOINT", "USER"] }).scope).toEqual(["USER", "ENDPOINT"]);
+  });
+
+  it("normalises a changed method to upper case", () => {
+    expect(validateRuleChange(existing(), { method: "get" }).method).toBe("GET");
+  });
+
+  it("does not modify the current rule", () => {
+    const current = existing();
+    validateRuleChange(current, { limit: 99, resource: null });
+    expect(current).toEqual(existing());
+  });
+});
+
+describe("specOf", () => {
+  it("drops identity and bookkeeping fields", () => {
+    const spec = specOf(existing());
+    expect(Object.keys(spec).sort()).toEqual(
+      [
+        "action",
+        "algorithm",
+        "burst",
+        "enabled",
+        "failureMode",
+        "limit",
+        "method",
+        "name",
+        "priority",
+        "resource",
+        "scope",
+        "tenantId",
+        "window",
+        "windowUnit",
+      ].sort(),
+    );
+  });
+});
