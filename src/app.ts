@@ -8,11 +8,15 @@ import { MAX_BATCH } from "./api/resolvers/limit.resolver.js";
 import { buildApiSchema } from "./api/schema.js";
 import type { Settings } from "./config/settings.js";
 import { openDatabase } from "./db/database.js";
+import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
 import { systemClock, type Clock, type CounterStore } from "./domain/ports.js";
+import { resolveAdminToken } from "./config/admin-token.js";
+import { ApiKeyService } from "./engine/api-key-service.js";
 import { CircuitBreaker } from "./engine/circuit-breaker.js";
 import { Limiter } from "./engine/limiter.js";
+import { MutationLimiter } from "./engine/mutation-limiter.js";
 import { CHECKS_PER_TIMEOUT, ResilientCounterStore } from "./engine/resilient-counter-store.js";
 import { RuleBook } from "./engine/rule-book.js";
 import { RuleLoader } from "./engine/rule-loader.js";
@@ -36,11 +40,14 @@ export interface App {
 export interface AppOptions {
   logger?: Logger;
   clock?: Clock;
+  /** Where lines for the person starting the service go (the generated admin token): stderr by default, never the log. */
+  announce?: (line: string) => void;
 }
 
 export async function startApp(settings: Settings, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(settings.logLevel);
   const clock = options.clock ?? systemClock;
+  const announce = options.announce ?? ((line: string) => process.stderr.write(`${line}\n`));
   const closers: (() => Promise<void>)[] = [];
   const close = async () => {
     for (const closer of closers.reverse()) await closer().catch((error: unknown) => logger.warn({ err: error }, "error while closing"));
@@ -79,7 +86,18 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     logger.info({ rules: book.size, source: loader.source }, "rules loaded");
 
     const rules = new RuleService(repository, book, counters.store, events, clock);
-    const services = { rules, limiter: new Limiter(book, counters.store, events, clock), events };
+    const keys = new ApiKeyService(new PrismaApiKeyRepository(database.prisma), {
+      adminToken: await resolveAdminToken(settings, announce),
+      clock,
+      cacheMs: settings.apiKeyCacheMs,
+    });
+    const services = {
+      rules,
+      limiter: new Limiter(book, counters.store, events, clock),
+      keys,
+      mutations: new MutationLimiter(counters.store, events, clock, settings.adminMutationsPerMinute),
+      events,
+    };
     const server = await startHttpServer(
       {
         schema: await buildApiSchema(events),
@@ -87,6 +105,8 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         logger,
         introspection: settings.introspection,
         maxBodyBytes: settings.maxBodyBytes,
+        maxQueryDepth: settings.maxQueryDepth,
+        maxQueryFields: settings.maxQueryFields,
         shutdownTimeoutMs: settings.shutdownTimeoutMs,
         readiness: () => ({
           ready: book.lastLoadedAt !== null,

@@ -7,7 +7,15 @@
 
 import { unwrapResolverError } from "@apollo/server/errors";
 import { GraphQLError, type GraphQLFormattedError } from "graphql";
-import { ConflictError, NotFoundError, UnavailableError, ValidationError } from "../domain/errors.js";
+import {
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  RateLimitedError,
+  UnauthenticatedError,
+  UnavailableError,
+  ValidationError,
+} from "../domain/errors.js";
 
 export const ErrorCode = {
   BAD_USER_INPUT: "BAD_USER_INPUT",
@@ -16,6 +24,7 @@ export const ErrorCode = {
   UNAUTHENTICATED: "UNAUTHENTICATED",
   FORBIDDEN: "FORBIDDEN",
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
+  TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
   INTERNAL_SERVER_ERROR: "INTERNAL_SERVER_ERROR",
 } as const;
 
@@ -40,17 +49,30 @@ export function toGraphQLError(error: unknown): GraphQLError | null {
   if (error instanceof UnavailableError) {
     return new GraphQLError(error.message, { extensions: { code: ErrorCode.SERVICE_UNAVAILABLE } });
   }
+  if (error instanceof UnauthenticatedError) {
+    return new GraphQLError(error.message, { extensions: { code: ErrorCode.UNAUTHENTICATED, http: { status: 401 } } });
+  }
+  if (error instanceof ForbiddenError) return new GraphQLError(error.message, { extensions: { code: ErrorCode.FORBIDDEN } });
+  if (error instanceof RateLimitedError) {
+    return new GraphQLError(error.message, { extensions: { code: ErrorCode.TOO_MANY_REQUESTS, retryAfter: error.retryAfter } });
+  }
   return null;
 }
 
 export function formatError(formatted: GraphQLFormattedError, error: unknown, onUnexpected: (error: unknown) => void): GraphQLFormattedError {
   const original = unwrapResolverError(error);
   const mapped = toGraphQLError(original);
-  if (mapped) return { message: mapped.message, locations: formatted.locations, path: formatted.path, extensions: { ...mapped.extensions } };
+  if (mapped) return { message: mapped.message, locations: formatted.locations, path: formatted.path, extensions: publicExtensions(mapped.extensions) };
   const code = formatted.extensions?.code;
   if (typeof code === "string" && PUBLIC_CODES.has(code)) {
-    return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: { code } };
+    return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: publicExtensions(formatted.extensions!) };
   }
   onUnexpected(original);
   return { message: "Internal server error", path: formatted.path, extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR } };
+}
+
+/** What a caller may see of an error's extensions: never a stack trace or the HTTP status meant for the server. */
+function publicExtensions(extensions: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const { stacktrace: _stacktrace, exception: _exception, http: _http, ...rest } = extensions;
+  return rest;
 }

@@ -4,6 +4,7 @@ import type { GraphQLSchema } from "graphql";
 import { buildSchema } from "type-graphql";
 import type { EventBus } from "../domain/ports.js";
 import { eventBusPubSub } from "./event-pubsub.js";
+import { ApiKeyResolver } from "./resolvers/api-key.resolver.js";
 import { EventResolver } from "./resolvers/event.resolver.js";
 import { LimitResolver } from "./resolvers/limit.resolver.js";
 import { RuleResolver } from "./resolvers/rule.resolver.js";
@@ -11,7 +12,7 @@ import { RuleResolver } from "./resolvers/rule.resolver.js";
 /** The API's schema, built from the type-graphql classes; schema.graphql at the root is this, printed. */
 export function buildApiSchema(events: EventBus): Promise<GraphQLSchema> {
   return buildSchema({
-    resolvers: [RuleResolver, LimitResolver, EventResolver],
+    resolvers: [RuleResolver, LimitResolver, ApiKeyResolver, EventResolver],
     scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
     pubSub: eventBusPubSub(events),
     // Inputs are validated by the domain, with messages that name the field.

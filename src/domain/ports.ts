@@ -5,6 +5,7 @@
 
 import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
 import type { RuleChange, ThrottleEvent } from "./events.js";
+import type { Role } from "./access.js";
 import type { FailureMode, Rule, RuleSpec } from "./rule.js";
 
 export interface Clock {
@@ -64,6 +65,27 @@ export interface RuleRepository {
   /** Deletes the rule; returns it as it was, or null when it did not exist. */
   delete(id: string): Promise<Rule | null>;
   close(): Promise<void>;
+}
+
+export interface ApiKey {
+  id: string;
+  tenantId: string;
+  role: Role;
+  name: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+  /** The key that created this one ("bootstrap" for ADMIN_TOKEN). */
+  createdBy: string;
+}
+
+export interface ApiKeyRepository {
+  create(key: ApiKey, secretHash: string): Promise<ApiKey>;
+  get(id: string): Promise<ApiKey | null>;
+  findBySecretHash(secretHash: string): Promise<ApiKey | null>;
+  /** Every key of a tenant, or of every tenant for null; newest first. */
+  list(tenantId: string | null): Promise<ApiKey[]>;
+  /** Marks the key revoked (once); returns it, or null when there is no such key. */
+  revoke(id: string, at: Date): Promise<ApiKey | null>;
 }
 
 /** A copy of the rules on local disk, so that the service can start while the rule database is down. */

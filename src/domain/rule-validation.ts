@@ -6,8 +6,9 @@
 
 import { MAX_EXACT } from "./algorithms/index.js";
 import { ValidationError } from "./errors.js";
+import { bool, integer, oneOf, text } from "./validation.js";
 import { compileGlob } from "./glob.js";
-import { hasControlCharacters, httpMethod, LIMITS } from "./request.js";
+import { httpMethod, LIMITS } from "./request.js";
 import {
   ACTIONS,
   ALGORITHMS,
@@ -108,36 +109,6 @@ function validateRuleSpec(input: RuleInput, prefix: string): RuleSpec {
     }
   }
   return spec;
-}
-
-function text(value: unknown, field: string, max: number): string {
-  if (typeof value !== "string") throw new ValidationError(field, value === null || value === undefined ? "is required" : "must be a string");
-  if (value.trim().length === 0) throw new ValidationError(field, "must not be empty");
-  if (value.length > max) throw new ValidationError(field, `must be at most ${max} characters (got ${value.length})`);
-  if (hasControlCharacters(value)) throw new ValidationError(field, "must not contain control characters");
-  return value;
-}
-
-function integer(value: unknown, field: string, min: number, max: number): number {
-  if (typeof value !== "number" || !Number.isInteger(value)) {
-    const got = typeof value === "number" ? String(value) : JSON.stringify(value);
-    throw new ValidationError(field, value === null || value === undefined ? "is required" : `must be an integer (got ${got})`);
-  }
-  if (value < min) throw new ValidationError(field, `must be at least ${min} (got ${value})`);
-  if (value > max) throw new ValidationError(field, `must be at most ${max} (got ${value})`);
-  return value;
-}
-
-function bool(value: unknown, field: string): boolean {
-  if (typeof value !== "boolean") throw new ValidationError(field, "must be true or false");
-  return value;
-}
-
-function oneOf<T extends string>(value: unknown, allowed: readonly T[], field: string): T {
-  if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
-    throw new ValidationError(field, `must be one of ${allowed.join(", ")} (got ${JSON.stringify(value)})`);
-  }
-  return value as T;
 }
 
 function scope(value: unknown, field: string): RuleSpec["scope"] {

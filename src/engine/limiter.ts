@@ -5,6 +5,7 @@
  * headers. Denials (and shadow denials) are published as throttle events.
  */
 
+import { authorize, type Principal } from "../domain/access.js";
 import type { Decision, RuleResult } from "../domain/decision.js";
 import type { Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
@@ -44,7 +45,9 @@ export class Limiter {
     private readonly clock: Clock,
   ) {}
 
-  async check(requests: readonly CheckRequest[]): Promise<Decision[]> {
+  /** Decides each request; all are authorized first, so a forbidden one fails the lot before anything is counted. */
+  async check(principal: Principal, requests: readonly CheckRequest[]): Promise<Decision[]> {
+    for (const request of requests) authorize(principal, "checkLimits", request.tenantId);
     const plans = requests.map((request) => this.applicable(request));
     const calls: CounterCall[] = [];
     plans.forEach((applicable, i) => {

@@ -1,10 +1,13 @@
 /**
- * Rule management: validate, write through the repository, and make the
- * change visible — to this instance's rule book before the call returns (its
- * very next check uses it), and to everyone else through the event bus.
+ * Rule management: authorize, validate, write through the repository, and
+ * make the change visible — to this instance's rule book before the call
+ * returns (its very next check uses it), and to everyone else through the
+ * event bus. A rule the caller may not read does not exist for it (NOT_FOUND),
+ * so another tenant's ids reveal nothing.
  */
 
 import { randomUUID } from "node:crypto";
+import { authorize, may, scopeTenant, type Principal } from "../domain/access.js";
 import { ConflictError, NotFoundError, ValidationError } from "../domain/errors.js";
 import type { RuleChange, RuleChangeKind } from "../domain/events.js";
 import type { Clock, CounterStore, EventBus, RuleRepository } from "../domain/ports.js";
@@ -26,25 +29,27 @@ export class RuleService {
     private readonly clock: Clock,
   ) {}
 
-  get(id: string): Rule | null {
-    return this.book.get(id);
+  get(principal: Principal, id: string): Rule | null {
+    const rule = this.book.get(id);
+    return rule !== null && may(principal, "readRules", rule.tenantId) ? rule : null;
   }
 
-  list(tenantId?: string | null): Rule[] {
-    return this.book.list(tenantId);
+  list(principal: Principal, tenantId?: string | null): Rule[] {
+    return this.book.list(scopeTenant(principal, "readRules", tenantId));
   }
 
-  async create(input: RuleInput): Promise<Rule> {
+  async create(principal: Principal, input: RuleInput): Promise<Rule> {
+    if (typeof input.tenantId === "string") authorize(principal, "writeRules", input.tenantId);
     const spec = validateNewRule(input);
+    authorize(principal, "writeRules", spec.tenantId);
     const rule = await this.repository.create(randomUUID(), spec);
     await this.publish("CREATED", rule);
     return rule;
   }
 
-  async update(id: string, input: RuleInput, expectedVersion?: number | null): Promise<Rule> {
+  async update(principal: Principal, id: string, input: RuleInput, expectedVersion?: number | null): Promise<Rule> {
     for (let attempt = 1; ; attempt++) {
-      const current = await this.repository.get(id);
-      if (current === null) throw new NotFoundError("rule", id);
+      const current = this.writable(principal, id, await this.repository.get(id));
       if (expectedVersion !== undefined && expectedVersion !== null && current.version !== expectedVersion) {
         throw staleVersion(id, expectedVersion, current.version);
       }
@@ -64,7 +69,8 @@ export class RuleService {
     }
   }
 
-  async delete(id: string): Promise<boolean> {
+  async delete(principal: Principal, id: string): Promise<boolean> {
+    this.writable(principal, id, await this.repository.get(id));
     const deleted = await this.repository.delete(id);
     if (deleted === null) throw new NotFoundError("rule", id);
     await this.publish("DELETED", deleted);
@@ -72,11 +78,18 @@ export class RuleService {
   }
 
   /** Forgets one bucket of one rule. */
-  async resetLimit(ruleId: string, key: string): Promise<boolean> {
-    if (this.book.get(ruleId) === null) throw new NotFoundError("rule", ruleId);
+  async resetLimit(principal: Principal, ruleId: string, key: string): Promise<boolean> {
+    this.writable(principal, ruleId, this.book.get(ruleId));
     if (key.length === 0 || key.length > MAX_BUCKET_KEY) throw new ValidationError("key", `must be 1 to ${MAX_BUCKET_KEY} characters`);
     if (hasControlCharacters(key)) throw new ValidationError("key", "must not contain control characters");
     return this.store.reset(ruleId, key);
+  }
+
+  /** The rule, if the caller may change it; NOT_FOUND if it may not even see it, FORBIDDEN if it only may see it. */
+  private writable(principal: Principal, id: string, rule: Rule | null): Rule {
+    if (rule === null || !may(principal, "readRules", rule.tenantId)) throw new NotFoundError("rule", id);
+    authorize(principal, "writeRules", rule.tenantId);
+    return rule;
   }
 
   private async publish(kind: RuleChangeKind, rule: Rule): Promise<void> {

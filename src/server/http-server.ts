@@ -13,7 +13,10 @@ import type { GraphQLSchema } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import { createContext, type ApiContext, type Services } from "../api/context.js";
-import { formatError } from "../api/errors.js";
+import { formatError, toGraphQLError } from "../api/errors.js";
+import { mutationRateLimit } from "../api/mutation-rate-limit.js";
+import { queryLimits } from "../api/query-limits.js";
+import type { Principal } from "../domain/access.js";
 import type { Logger } from "./logger.js";
 
 export interface HttpServerOptions {
@@ -22,6 +25,8 @@ export interface HttpServerOptions {
   logger: Logger;
   introspection: boolean;
   maxBodyBytes: number;
+  maxQueryDepth: number;
+  maxQueryFields: number;
   /** How long shutdown waits for requests in flight before closing their connections. */
   shutdownTimeoutMs: number;
   /** Readiness: the body of GET /readyz, and whether it answers 200 or 503. */
@@ -35,15 +40,26 @@ export interface RunningServer {
 
 class BodyTooLarge extends Error {}
 
+/** The caller of a request, or the GraphQL error (UNAUTHENTICATED, 401) that answers it. */
+async function authenticateWith(services: Services, authorization: string | undefined): Promise<Principal> {
+  try {
+    return await services.keys.authenticate(authorization);
+  } catch (error) {
+    throw toGraphQLError(error) ?? error;
+  }
+}
+
 export async function startHttpServer(options: HttpServerOptions, port: number, host: string): Promise<RunningServer> {
   const { schema, services, logger } = options;
+  const authenticate = (authorization: string | undefined) => authenticateWith(services, authorization);
   const apollo = new ApolloServer<ApiContext>({
     schema,
     introspection: options.introspection,
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
     formatError: (formatted, error) => formatError(formatted, error, (cause) => logger.error({ err: cause }, "unexpected error in a resolver")),
-    plugins: [ApolloServerPluginLandingPageDisabled()],
+    plugins: [ApolloServerPluginLandingPageDisabled(), mutationRateLimit],
+    validationRules: [queryLimits(options.maxQueryDepth, options.maxQueryFields)],
   });
   await apollo.start();
 
@@ -88,7 +104,10 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       search: new URL(req.url ?? "/", "http://localhost").search,
       body,
     };
-    const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: async () => createContext(services) });
+    const response = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest,
+      context: async () => createContext(services, await authenticate(headers.get("authorization"))),
+    });
     if (closing) res.shouldKeepAlive = false;
     res.statusCode = response.status ?? 200;
     for (const [name, value] of response.headers) res.setHeader(name, value);
@@ -100,8 +119,25 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     res.end();
   }
 
-  const sockets = new WebSocketServer({ server, path: "/graphql" });
-  const subscriptions = useServer({ schema, context: () => createContext(services) }, sockets);
+  // A WebSocket authenticates once, in its connection_init payload; a bad token closes it with 4403.
+  const principals = new WeakMap<object, Principal>();
+  const sockets = new WebSocketServer({ server, path: "/graphql", maxPayload: options.maxBodyBytes });
+  const subscriptions = useServer(
+    {
+      schema,
+      onConnect: async ({ connectionParams, extra }) => {
+        const authorization = connectionParams?.authorization;
+        try {
+          principals.set(extra.socket, await services.keys.authenticate(typeof authorization === "string" ? authorization : null));
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      context: ({ extra }) => createContext(services, principals.get(extra.socket)!),
+    },
+    sockets,
+  );
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

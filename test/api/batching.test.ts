@@ -11,7 +11,9 @@ import { buildApiSchema } from "../../src/api/schema.js";
 import { ConflictError } from "../../src/domain/errors.js";
 import { systemClock, type CounterCall, type CounterReply, type CounterStore, type RuleRepository } from "../../src/domain/ports.js";
 import type { Rule, RuleSpec } from "../../src/domain/rule.js";
+import { BOOTSTRAP, type ApiKeyService } from "../../src/engine/api-key-service.js";
 import { Limiter } from "../../src/engine/limiter.js";
+import type { MutationLimiter } from "../../src/engine/mutation-limiter.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleService } from "../../src/engine/rule-service.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
@@ -214,7 +216,14 @@ describe("one round trip per operation (schema executed in-process)", () => {
     const book = new RuleBook();
     const rules = new RuleService(new InMemoryRuleRepository(), book, store, events, systemClock);
     book.load([]);
-    services = { rules, limiter: new Limiter(book, store, events, systemClock), events };
+    services = {
+      rules,
+      limiter: new Limiter(book, store, events, systemClock),
+      events,
+      // Authentication and the admin limit belong to the HTTP server, which these in-process operations bypass.
+      keys: {} as ApiKeyService,
+      mutations: {} as MutationLimiter,
+    };
     schema = await buildApiSchema(events);
   });
 
@@ -225,7 +234,7 @@ describe("one round trip per operation (schema executed in-process)", () => {
 
   /** Runs one operation as the server would: a fresh context per operation. */
   async function run<T>(document: Parameters<typeof execute>[0]["document"], variableValues: Record<string, unknown>): Promise<T> {
-    const result = (await execute({ schema, document, variableValues, contextValue: createContext(services) })) as ExecutionResult<T>;
+    const result = (await execute({ schema, document, variableValues, contextValue: createContext(services, BOOTSTRAP) })) as ExecutionResult<T>;
     expect(result.errors).toBeUndefined();
     return result.data!;
   }

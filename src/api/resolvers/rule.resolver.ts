@@ -8,17 +8,17 @@ import { RuleType } from "../types/rule.type.js";
 export class RuleResolver {
   @Query(() => RuleType, { nullable: true })
   rule(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Rule | null {
-    return ctx.services.rules.get(id);
+    return ctx.services.rules.get(ctx.principal, id);
   }
 
   @Query(() => [RuleType])
   rules(@Arg("tenantId", () => String, { nullable: true }) tenantId: string | null, @Ctx() ctx: ApiContext): Rule[] {
-    return ctx.services.rules.list(tenantId);
+    return ctx.services.rules.list(ctx.principal, tenantId);
   }
 
   @Mutation(() => RuleType)
   createRule(@Arg("input", () => CreateRuleInput) input: CreateRuleInput, @Ctx() ctx: ApiContext): Promise<Rule> {
-    return ctx.services.rules.create({ ...input });
+    return ctx.services.rules.create(ctx.principal, { ...input });
   }
 
   @Mutation(() => RuleType, { description: "Fails with extensions.code CONFLICT when expectedVersion is given and is not the rule's version." })
@@ -28,17 +28,17 @@ export class RuleResolver {
     @Arg("expectedVersion", () => Int, { nullable: true }) expectedVersion: number | null,
     @Ctx() ctx: ApiContext,
   ): Promise<Rule> {
-    return ctx.services.rules.update(id, { ...input }, expectedVersion);
+    return ctx.services.rules.update(ctx.principal, id, { ...input }, expectedVersion);
   }
 
   @Mutation(() => Boolean)
   deleteRule(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Promise<boolean> {
-    return ctx.services.rules.delete(id);
+    return ctx.services.rules.delete(ctx.principal, id);
   }
 
   @Mutation(() => Boolean, { description: 'Forget one bucket\'s state, e.g. resetLimit(ruleId, "user:u42").' })
   resetLimit(@Arg("ruleId", () => ID) ruleId: string, @Arg("key", () => String) key: string, @Ctx() ctx: ApiContext): Promise<boolean> {
-    return ctx.services.rules.resetLimit(ruleId, key);
+    return ctx.services.rules.resetLimit(ctx.principal, ruleId, key);
   }
 
   @FieldResolver(() => Int)

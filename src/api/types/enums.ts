@@ -3,7 +3,7 @@ import type { RuleChangeKind } from "../../domain/events.js";
 import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, WINDOW_UNITS } from "../../domain/rule.js";
 
 /** type-graphql registers enums from objects; the domain keeps them as lists of names. */
-function enumObject<T extends string>(values: readonly T[]): { [K in T]: K } {
+export function enumObject<T extends string>(values: readonly T[]): { [K in T]: K } {
   return Object.fromEntries(values.map((v) => [v, v])) as { [K in T]: K };
 }
 
