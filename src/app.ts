@@ -21,8 +21,10 @@ import { CHECKS_PER_TIMEOUT, ResilientCounterStore } from "./engine/resilient-co
 import { RuleBook } from "./engine/rule-book.js";
 import { RuleLoader } from "./engine/rule-loader.js";
 import { RuleService } from "./engine/rule-service.js";
+import type { Telemetry } from "./engine/telemetry.js";
 import { startHttpServer } from "./server/http-server.js";
 import { createLogger, type Logger } from "./server/logger.js";
+import { PrometheusTelemetry } from "./server/metrics.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
 import { createRedisClient } from "./store/redis/client.js";
@@ -60,13 +62,14 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     );
     closers.push(() => database.close());
 
-    const counters = await openCounterStore(settings, clock, logger);
+    const book = new RuleBook();
+    const telemetry = new PrometheusTelemetry({ ruleCount: () => book.size, rulesLoadedAt: () => book.lastLoadedAt });
+    const counters = await openCounterStore(settings, clock, logger, telemetry);
     closers.push(() => counters.store.close());
 
     const events = new InProcessEventBus();
     closers.push(() => events.close());
 
-    const book = new RuleBook();
     const repository = new PrismaRuleRepository(database.prisma);
     const loader = new RuleLoader({
       repository,
@@ -93,14 +96,15 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     });
     const services = {
       rules,
-      limiter: new Limiter(book, counters.store, events, clock),
+      limiter: new Limiter(book, counters.store, events, clock, telemetry),
       keys,
       mutations: new MutationLimiter(counters.store, events, clock, settings.adminMutationsPerMinute),
       events,
     };
     const server = await startHttpServer(
       {
-        schema: await buildApiSchema(events),
+        schema: await buildApiSchema(events, telemetry),
+        metrics: telemetry.registry,
         services,
         logger,
         introspection: settings.introspection,
@@ -125,7 +129,12 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
   }
 }
 
-async function openCounterStore(settings: Settings, clock: Clock, logger: Logger): Promise<{ store: CounterStore; breaker: CircuitBreaker | null }> {
+async function openCounterStore(
+  settings: Settings,
+  clock: Clock,
+  logger: Logger,
+  telemetry: Telemetry,
+): Promise<{ store: CounterStore; breaker: CircuitBreaker | null }> {
   if (settings.redisUrl === null) return { store: new MemoryCounterStore({ clock }), breaker: null };
   // The largest batch's deadline: no command may outlive the longest any caller waits for it.
   const client = createRedisClient(settings.redisUrl, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT));
@@ -141,7 +150,10 @@ async function openCounterStore(settings: Settings, clock: Clock, logger: Logger
     failureThreshold: settings.breakerFailures,
     openMs: settings.breakerOpenMs,
     clock,
-    onStateChange: (state) => logger.warn({ breaker: state }, `counter store circuit breaker ${state}`),
+    onStateChange: (state) => {
+      telemetry.breakerChanged(state);
+      logger.warn({ breaker: state }, `counter store circuit breaker ${state}`);
+    },
   });
   const store = new ResilientCounterStore({
     primary: new RedisCounterStore(client, { layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages) }),
@@ -150,6 +162,7 @@ async function openCounterStore(settings: Settings, clock: Clock, logger: Logger
     instances: settings.instances,
     timeoutMs: settings.redisTimeoutMs,
     clock,
+    telemetry,
   });
   return { store, breaker };
 }

@@ -21,14 +21,17 @@ export interface Services {
 export interface ApiContext {
   services: Services;
   principal: Principal;
+  /** The request's id (X-Request-Id), in every log line about it. */
+  requestId: string;
   /** Every check of the operation (aliases, batches) in one round trip; never cached, since each check counts. */
   checks: DataLoader<CheckRequest, Decision>;
 }
 
-export function createContext(services: Services, principal: Principal): ApiContext {
+export function createContext(services: Services, principal: Principal, requestId: string): ApiContext {
   return {
     services,
     principal,
+    requestId,
     checks: new DataLoader((requests) => services.limiter.check(principal, requests), { cache: false, maxBatchSize: 1000 }),
   };
 }

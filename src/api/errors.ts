@@ -1,8 +1,8 @@
 /**
  * The only place domain failures become GraphQL errors. Each carries a literal
  * extensions.code; anything not recognised is masked as INTERNAL_SERVER_ERROR
- * (and logged by the server), so no stack trace or internal message reaches a
- * caller.
+ * (and logged with its request id, see request-logging.ts), so no stack trace
+ * or internal message reaches a caller.
  */
 
 import { unwrapResolverError } from "@apollo/server/errors";
@@ -59,15 +59,21 @@ export function toGraphQLError(error: unknown): GraphQLError | null {
   return null;
 }
 
-export function formatError(formatted: GraphQLFormattedError, error: unknown, onUnexpected: (error: unknown) => void): GraphQLFormattedError {
-  const original = unwrapResolverError(error);
-  const mapped = toGraphQLError(original);
+/** An error a caller is meant to see: a domain failure or GraphQL's own (parse, validation, coercion). */
+export function isExpected(error: GraphQLError): boolean {
+  if (toGraphQLError(unwrapResolverError(error)) !== null) return true;
+  const code = error.extensions?.code;
+  return typeof code === "string" && PUBLIC_CODES.has(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR;
+}
+
+/** Every error as the caller sees it: domain failures with their codes, anything unexpected masked. */
+export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const mapped = toGraphQLError(unwrapResolverError(error));
   if (mapped) return { message: mapped.message, locations: formatted.locations, path: formatted.path, extensions: publicExtensions(mapped.extensions) };
   const code = formatted.extensions?.code;
   if (typeof code === "string" && PUBLIC_CODES.has(code)) {
     return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: publicExtensions(formatted.extensions!) };
   }
-  onUnexpected(original);
   return { message: "Internal server error", path: formatted.path, extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR } };
 }
 

@@ -7,7 +7,8 @@
 
 import type { PubSub } from "type-graphql";
 import type { RuleChange, ThrottleEvent } from "../domain/events.js";
-import type { EventBus } from "../domain/ports.js";
+import type { EventBus, Unsubscribe } from "../domain/ports.js";
+import type { Telemetry } from "../engine/telemetry.js";
 import { eventStream } from "./event-stream.js";
 
 export const Topic = {
@@ -23,7 +24,15 @@ export interface EventFilter {
 /** Events a slow subscriber may fall behind by before the oldest are dropped. */
 export const SUBSCRIBER_BUFFER = 1000;
 
-export function eventBusPubSub(events: EventBus): PubSub {
+export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
+  const stream = <T>(subscribe: (push: (event: T) => void) => Unsubscribe) => {
+    telemetry.subscriptionOpened();
+    return eventStream<T>(subscribe, {
+      capacity: SUBSCRIBER_BUFFER,
+      onDrop: (count) => telemetry.eventsDropped(count),
+      onClose: () => telemetry.subscriptionClosed(),
+    });
+  };
   return {
     publish(routingKey, payload) {
       if (routingKey === Topic.THROTTLE_EVENTS) events.publishThrottle(payload as ThrottleEvent);
@@ -35,10 +44,10 @@ export function eventBusPubSub(events: EventBus): PubSub {
       const wanted = (event: { tenantId: string; ruleId: string }) =>
         (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId);
       if (routingKey === Topic.THROTTLE_EVENTS) {
-        return eventStream<ThrottleEvent>((push) => events.onThrottle((e) => wanted(e) && push(e)), { capacity: SUBSCRIBER_BUFFER });
+        return stream<ThrottleEvent>((push) => events.onThrottle((e) => wanted(e) && push(e)));
       }
       if (routingKey === Topic.RULE_CHANGES) {
-        return eventStream<RuleChange>((push) => events.onRuleChange((c) => wanted(c) && push(c)), { capacity: SUBSCRIBER_BUFFER });
+        return stream<RuleChange>((push) => events.onRuleChange((c) => wanted(c) && push(c)));
       }
       throw new Error(`unknown topic ${routingKey}`);
     },

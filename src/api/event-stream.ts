@@ -11,6 +11,8 @@ export interface EventStreamOptions {
   /** Events held for a slow reader before the oldest are dropped. */
   capacity: number;
   onDrop?: (dropped: number) => void;
+  /** Called once, when the subscriber goes away. */
+  onClose?: () => void;
 }
 
 export function eventStream<T>(
@@ -38,6 +40,7 @@ export function eventStream<T>(
     if (!done) {
       done = true;
       unsubscribe();
+      options.onClose?.();
       buffer.length = 0;
       waiting?.({ value: undefined, done: true });
       waiting = null;

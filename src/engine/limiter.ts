@@ -12,6 +12,7 @@ import type { CheckRequest } from "../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
 import { rateLimitHeaders, secondsUntil } from "./headers.js";
 import type { RuleBook } from "./rule-book.js";
+import { noTelemetry, type Telemetry } from "./telemetry.js";
 
 interface Applicable {
   compiled: CompiledRule;
@@ -43,11 +44,13 @@ export class Limiter {
     private readonly store: CounterStore,
     private readonly events: EventBus,
     private readonly clock: Clock,
+    private readonly telemetry: Telemetry = noTelemetry,
   ) {}
 
   /** Decides each request; all are authorized first, so a forbidden one fails the lot before anything is counted. */
   async check(principal: Principal, requests: readonly CheckRequest[]): Promise<Decision[]> {
     for (const request of requests) authorize(principal, "checkLimits", request.tenantId);
+    const started = performance.now();
     const plans = requests.map((request) => this.applicable(request));
     const calls: CounterCall[] = [];
     plans.forEach((applicable, i) => {
@@ -66,12 +69,22 @@ export class Limiter {
     });
     const replies = calls.length === 0 ? [] : await this.store.decide(calls);
     let next = 0;
-    return plans.map((applicable, i) => {
+    const decisions = plans.map((applicable, i) => {
       if (applicable.length === 0) return { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
       const decision = this.decision(applicable, replies[next++]!);
       if (!requests[i]!.dryRun) this.publishRefusals(requests[i]!, decision, replies[next - 1]!.nowMs);
+      this.report(decision);
       return decision;
     });
+    this.telemetry.checked((performance.now() - started) / 1000, requests.length);
+    return decisions;
+  }
+
+  private report(decision: Decision): void {
+    for (const { rule, allowed } of decision.results) {
+      const outcome = decision.degraded ? "degraded" : allowed ? "allowed" : rule.action === "LOG_ONLY" ? "shadow" : "denied";
+      this.telemetry.ruleDecided(rule.tenantId, rule.id, outcome);
+    }
   }
 
   private applicable(request: CheckRequest): Applicable[] {

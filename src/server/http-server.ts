@@ -5,16 +5,19 @@
  * health endpoints.
  */
 
+import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from "@apollo/server";
 import { ApolloServerPluginLandingPageDisabled } from "@apollo/server/plugin/disabled";
 import type { GraphQLSchema } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
+import type { Registry } from "prom-client";
 import { WebSocketServer } from "ws";
 import { createContext, type ApiContext, type Services } from "../api/context.js";
 import { formatError, toGraphQLError } from "../api/errors.js";
 import { mutationRateLimit } from "../api/mutation-rate-limit.js";
+import { requestLogging } from "../api/request-logging.js";
 import { queryLimits } from "../api/query-limits.js";
 import type { Principal } from "../domain/access.js";
 import type { Logger } from "./logger.js";
@@ -29,6 +32,8 @@ export interface HttpServerOptions {
   maxQueryFields: number;
   /** How long shutdown waits for requests in flight before closing their connections. */
   shutdownTimeoutMs: number;
+  /** Prometheus registry served at GET /metrics. */
+  metrics: Registry;
   /** Readiness: the body of GET /readyz, and whether it answers 200 or 503. */
   readiness: () => { ready: boolean; [detail: string]: unknown };
 }
@@ -57,8 +62,8 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     introspection: options.introspection,
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
-    formatError: (formatted, error) => formatError(formatted, error, (cause) => logger.error({ err: cause }, "unexpected error in a resolver")),
-    plugins: [ApolloServerPluginLandingPageDisabled(), mutationRateLimit],
+    formatError,
+    plugins: [ApolloServerPluginLandingPageDisabled(), mutationRateLimit, requestLogging(logger)],
     validationRules: [queryLimits(options.maxQueryDepth, options.maxQueryFields)],
   });
   await apollo.start();
@@ -79,14 +84,21 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     const path = (req.url ?? "/").split("?", 1)[0];
     if (path === "/graphql") return graphql(req, res);
     if (path === "/healthz" && req.method === "GET") return json(res, 200, { status: "ok" });
+    if (path === "/metrics" && req.method === "GET") {
+      res.writeHead(200, { "content-type": options.metrics.contentType });
+      res.end(await options.metrics.metrics());
+      return;
+    }
     if (path === "/readyz" && req.method === "GET") {
       const readiness = options.readiness();
       return json(res, readiness.ready ? 200 : 503, readiness);
     }
-    json(res, 404, { error: "not found", endpoints: ["/graphql", "/healthz", "/readyz"] });
+    json(res, 404, { error: "not found", endpoints: ["/graphql", "/healthz", "/readyz", "/metrics"] });
   }
 
   async function graphql(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const requestId = requestIdOf(req);
+    res.setHeader("x-request-id", requestId);
     let body: unknown;
     try {
       body = req.method === "POST" ? parseBody(await readBody(req, options.maxBodyBytes), req.headers["content-type"]) : undefined;
@@ -106,7 +118,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     };
     const response = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest,
-      context: async () => createContext(services, await authenticate(headers.get("authorization"))),
+      context: async () => createContext(services, await authenticate(headers.get("authorization")), requestId),
     });
     if (closing) res.shouldKeepAlive = false;
     res.statusCode = response.status ?? 200;
@@ -134,7 +146,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
           return false;
         }
       },
-      context: ({ extra }) => createContext(services, principals.get(extra.socket)!),
+      context: ({ extra }) => createContext(services, principals.get(extra.socket)!, randomUUID()),
     },
     sockets,
   );
@@ -162,6 +174,12 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       await apollo.stop();
     },
   };
+}
+
+/** The caller's X-Request-Id when it is a sane token, else a fresh one: ids end up in logs, so they stay short and plain. */
+function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers["x-request-id"];
+  return typeof given === "string" && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : randomUUID();
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<string> {

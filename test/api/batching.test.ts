@@ -234,7 +234,7 @@ describe("one round trip per operation (schema executed in-process)", () => {
 
   /** Runs one operation as the server would: a fresh context per operation. */
   async function run<T>(document: Parameters<typeof execute>[0]["document"], variableValues: Record<string, unknown>): Promise<T> {
-    const result = (await execute({ schema, document, variableValues, contextValue: createContext(services, BOOTSTRAP) })) as ExecutionResult<T>;
+    const result = (await execute({ schema, document, variableValues, contextValue: createContext(services, BOOTSTRAP, "test") })) as ExecutionResult<T>;
     expect(result.errors).toBeUndefined();
     return result.data!;
   }
