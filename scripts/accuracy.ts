@@ -17,12 +17,12 @@
 
 import "reflect-metadata";
 import { randomUUID } from "node:crypto";
-import pg from "pg";
 import { pino } from "pino";
 import { startApp } from "../src/app.js";
 import { loadSettings } from "../src/config/settings.js";
 import type { Algorithm } from "../src/domain/rule.js";
 import { judgeFixedWindow, judgeTokenBucket, judgeTrailingWindow, sum, type Judged, type Observed, type Rule } from "./accuracy/truth.js";
+import { createScratchDatabase } from "./support/scratch-database.js";
 
 const short = process.argv.includes("--short");
 const CALLERS = 64;
@@ -58,13 +58,10 @@ interface Sample extends Observed {
 }
 
 async function main(): Promise<void> {
-  const database = `floodgate_accuracy_${process.pid}`;
-  await admin(`CREATE DATABASE "${database}"`);
-  const url = new URL(POSTGRES_URL);
-  url.pathname = `/${database}`;
+  const database = await createScratchDatabase(POSTGRES_URL, `floodgate_accuracy_${process.pid}`);
   const prefix = `fgacc:${randomUUID().slice(0, 8)}:`;
   const app = await startApp(
-    loadSettings({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: url.toString(), REDIS_URL, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn" }),
+    loadSettings({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn" }),
     { logger: pino({ level: "warn" }) },
   );
   try {
@@ -79,7 +76,7 @@ async function main(): Promise<void> {
     process.exitCode = ok ? 0 : 1;
   } finally {
     await app.close();
-    await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await database.drop();
   }
 }
 
@@ -209,15 +206,6 @@ class Client {
   }
 }
 
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -9,12 +9,12 @@
  */
 
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { Redis } from "ioredis";
 import type { LimitParams } from "../src/domain/algorithms/index.js";
 import { ALGORITHMS } from "../src/domain/rule.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../src/store/redis/redis-counter-store.js";
+import { freePort } from "./support/free-port.js";
 
 const bucketsArg = process.argv.indexOf("--buckets");
 const BUCKETS = bucketsArg > 0 ? Number(process.argv[bucketsArg + 1]) : 1_000_000;
@@ -65,17 +65,6 @@ async function measure(redis: Redis, create: (i: number) => Promise<unknown>): P
 async function usedMemory(redis: Redis): Promise<number> {
   const info = await redis.info("memory");
   return Number(/used_memory:(\d+)/.exec(info)![1]);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 async function connectWithRetry(redis: Redis): Promise<void> {
