@@ -11,6 +11,7 @@ import { openDatabase } from "./db/database.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { systemClock, type Clock, type CounterStore } from "./domain/ports.js";
 import { Limiter } from "./engine/limiter.js";
+import { OverLimitCache } from "./engine/over-limit-cache.js";
 import { RuleBook } from "./engine/rule-book.js";
 import { RuleService } from "./engine/rule-service.js";
 import { startHttpServer } from "./server/http-server.js";
@@ -56,11 +57,12 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     closers.push(() => events.close());
 
     const book = new RuleBook();
-    const rules = new RuleService(new PrismaRuleRepository(database.prisma), book, counters, events, clock);
+    const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
+    const rules = new RuleService(new PrismaRuleRepository(database.prisma), book, counters, events, clock, overLimit);
     const loaded = await rules.reload();
     logger.info({ rules: loaded }, "rules loaded");
 
-    const services = { rules, limiter: new Limiter(book, counters, events, clock), events };
+    const services = { rules, limiter: new Limiter(book, counters, events, clock, overLimit), events };
     const server = await startHttpServer(
       {
         schema: await buildApiSchema(events),

@@ -21,6 +21,8 @@ export interface Settings {
   logLevel: string;
   introspection: boolean;
   maxBodyBytes: number;
+  /** Buckets the over-limit cache remembers at most; 0 turns it off. */
+  overLimitCacheSize: number;
 }
 
 export class SettingsError extends Error {}
@@ -41,6 +43,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     logLevel: env.LOG_LEVEL || "info",
     introspection: boolean(env, "INTROSPECTION", !production),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 1 << 20, 1024, 64 << 20),
+    overLimitCacheSize: integer(env, "OVER_LIMIT_CACHE_SIZE", 100_000, 0, 10_000_000),
   };
 }
 

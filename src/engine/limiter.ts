@@ -3,13 +3,17 @@
  * counter store as one atomic call, and turn the store's outcomes into a
  * Decision with its most restrictive rule, every rule's result and the
  * headers. Denials (and shadow denials) are published as throttle events.
+ * A request with a bucket the over-limit cache knows to be over its limit is
+ * refused here, without the store.
  */
 
-import type { Decision, RuleResult } from "../domain/decision.js";
+import type { BucketOutcome } from "../domain/algorithms/index.js";
+import type { Decision, DecisionSource, RuleResult } from "../domain/decision.js";
 import type { Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
 import { rateLimitHeaders, secondsUntil } from "./headers.js";
+import type { OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
 
 interface Applicable {
@@ -23,8 +27,15 @@ interface Ranked {
   retryAfterMs: number | null;
 }
 
+/** One request's way to its decision: no rule applies, the over-limit cache refuses it, or the store decides. */
+type Plan =
+  | { kind: "no-rule" }
+  | { kind: "refused-locally"; applicable: Applicable[]; reply: CounterReply; consulted: boolean[] }
+  | { kind: "store"; applicable: Applicable[]; call: number };
+
 const NO_RULE: Omit<Decision, "decidedAt"> = Object.freeze({
   allowed: true,
+  source: null,
   rule: null,
   action: null,
   limit: null,
@@ -42,27 +53,69 @@ export class Limiter {
     private readonly store: CounterStore,
     private readonly events: EventBus,
     private readonly clock: Clock,
+    /** Absent: every request goes to the store. */
+    private readonly overLimit?: OverLimitCache,
   ) {}
 
   async check(requests: readonly CheckRequest[]): Promise<Decision[]> {
-    const plans = requests.map((request) => this.applicable(request));
+    const sentAtMs = this.clock.now();
     const calls: CounterCall[] = [];
-    plans.forEach((applicable, i) => {
-      if (applicable.length === 0) return;
-      const request = requests[i]!;
+    const plans = requests.map((request): Plan => {
+      const applicable = this.applicable(request);
+      if (applicable.length === 0) return { kind: "no-rule" };
+      const local = this.refusedLocally(applicable, request.cost, sentAtMs);
+      if (local !== null) return { kind: "refused-locally", applicable, ...local };
       calls.push({
         buckets: applicable.map(({ compiled, key }) => ({ ruleId: compiled.rule.id, key, params: compiled.params })),
         cost: request.cost,
         dryRun: request.dryRun,
       });
+      return { kind: "store", applicable, call: calls.length - 1 };
     });
     const replies = calls.length === 0 ? [] : await this.store.decide(calls);
-    let next = 0;
-    return plans.map((applicable, i) => {
-      if (applicable.length === 0) return { ...NO_RULE, decidedAt: new Date(this.clock.now()) };
-      const decision = this.decision(applicable, replies[next++]!);
-      if (!requests[i]!.dryRun) this.publishRefusals(requests[i]!, decision, replies[next - 1]!.nowMs);
+    return plans.map((plan, i) => {
+      if (plan.kind === "no-rule") return { ...NO_RULE, decidedAt: new Date(this.clock.now()) };
+      const request = requests[i]!;
+      let decision: Decision;
+      if (plan.kind === "refused-locally") {
+        decision = this.decision(plan.applicable, plan.reply, "OVER_LIMIT_CACHE", plan.consulted);
+      } else {
+        const reply = replies[plan.call]!;
+        if (this.overLimit) this.learn(plan.applicable, request.cost, reply, sentAtMs);
+        decision = this.decision(plan.applicable, reply, "COUNTER_STORE", null);
+      }
+      if (!request.dryRun) this.publishRefusals(request, decision);
       return decision;
+    });
+  }
+
+  /**
+   * The store's reply as the over-limit cache knows it, when it knows an
+   * enforcing bucket of the request to be over its limit: those buckets
+   * refuse, the others are not consulted. Null when the store must decide.
+   */
+  private refusedLocally(applicable: readonly Applicable[], cost: number, nowMs: number): { reply: CounterReply; consulted: boolean[] } | null {
+    if (!this.overLimit) return null;
+    let refusals: (BucketOutcome | null)[] | null = null;
+    applicable.forEach(({ compiled, key }, i) => {
+      const refusal = this.overLimit!.refusal({ ruleId: compiled.rule.id, key, params: compiled.params }, cost, nowMs);
+      if (refusal === null) return;
+      refusals ??= applicable.map(() => null);
+      refusals[i] = refusal;
+    });
+    if (refusals === null) return null;
+    const known: (BucketOutcome | null)[] = refusals;
+    const outcomes = applicable.map(
+      ({ compiled }, i): BucketOutcome =>
+        known[i] ?? { conforming: true, remaining: compiled.params.capacity, resetAtMs: nowMs, retryAfterMs: null, delayMs: 0 },
+    );
+    return { reply: { nowMs, allowed: false, outcomes }, consulted: known.map((r) => r !== null) };
+  }
+
+  private learn(applicable: readonly Applicable[], cost: number, reply: CounterReply, sentAtMs: number): void {
+    reply.outcomes.forEach((outcome, i) => {
+      const { compiled, key } = applicable[i]!;
+      this.overLimit!.remember({ ruleId: compiled.rule.id, key, params: compiled.params }, cost, outcome, sentAtMs);
     });
   }
 
@@ -75,7 +128,8 @@ export class Limiter {
     return applicable;
   }
 
-  private decision(applicable: readonly Applicable[], reply: CounterReply): Decision {
+  /** `consulted`: which buckets were read (null: all of them). */
+  private decision(applicable: readonly Applicable[], reply: CounterReply, source: DecisionSource, consulted: readonly boolean[] | null): Decision {
     const ranked: Ranked[] = applicable.map(({ compiled, key }, i) => {
       const outcome = reply.outcomes[i]!;
       return {
@@ -90,11 +144,12 @@ export class Limiter {
           resetAt: new Date(outcome.resetAtMs),
           retryAfter: outcome.retryAfterMs === null ? null : Math.max(1, secondsUntil(outcome.retryAfterMs, 0)),
           delayMs: outcome.delayMs,
+          consulted: consulted === null || consulted[i]!,
         },
       };
     });
     ranked.sort(mostRestrictiveFirst);
-    const enforcing = ranked.filter((r) => r.compiled.rule.action !== "LOG_ONLY");
+    const enforcing = ranked.filter((r) => r.compiled.rule.action !== "LOG_ONLY" && r.result.consulted);
     const deciding = (enforcing[0] ?? ranked[0])!.result;
     const allowed = reply.allowed;
     const throttled = ranked.filter((r) => r.compiled.rule.action === "THROTTLE");
@@ -102,6 +157,7 @@ export class Limiter {
     return {
       allowed,
       decidedAt: new Date(reply.nowMs),
+      source,
       rule: deciding.rule,
       action: deciding.rule.action,
       limit: deciding.limit,
@@ -114,12 +170,12 @@ export class Limiter {
     };
   }
 
-  private publishRefusals(request: CheckRequest, decision: Decision, nowMs: number): void {
+  private publishRefusals(request: CheckRequest, decision: Decision): void {
     for (const result of decision.results) {
       if (result.allowed) continue;
       const shadow = result.rule.action === "LOG_ONLY";
       this.events.publishThrottle({
-        at: new Date(nowMs),
+        at: decision.decidedAt,
         tenantId: request.tenantId,
         ruleId: result.rule.id,
         ruleName: result.rule.name,

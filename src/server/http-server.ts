@@ -8,7 +8,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from "@apollo/server";
-import { ApolloServerPluginLandingPageDisabled } from "@apollo/server/plugin/disabled";
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginSchemaReportingDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from "@apollo/server/plugin/disabled";
 import type { GraphQLSchema } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
@@ -41,7 +47,23 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
     formatError: (formatted, error) => formatError(formatted, error, (cause) => logger.error({ err: cause }, "unexpected error in a resolver")),
-    plugins: [ApolloServerPluginLandingPageDisabled()],
+    // Apollo installs some plugins unless told not to. Each is off here, so that
+    // no plugin hook runs per request or per field: cache control (it hooks
+    // every resolved field, and nothing here is cacheable: every check counts),
+    // usage and schema reporting and inline traces (they would activate with an
+    // Apollo key in the environment), and the landing page.
+    plugins: [
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginUsageReportingDisabled(),
+      ApolloServerPluginSchemaReportingDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      ApolloServerPluginLandingPageDisabled(),
+    ],
+    // Apollo's default pretty-prints every response (JSON.stringify(value, null, 2)).
+    stringifyResult: (value) => JSON.stringify(value),
+    // Parsed and validated documents are cached by Apollo's default document
+    // store (keyed by the query's sha256), and automatic persisted queries are
+    // on with its default in-memory cache: a client may send only the hash.
   });
   await apollo.start();
 
@@ -80,7 +102,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     const httpGraphQLRequest: HTTPGraphQLRequest = {
       method: (req.method ?? "GET").toUpperCase(),
       headers,
-      search: new URL(req.url ?? "/", "http://localhost").search,
+      search: searchOf(req.url),
       body,
     };
     const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: async () => createContext(services) });
@@ -115,6 +137,12 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       await apollo.stop();
     },
   };
+}
+
+/** The query string with its "?", as Apollo wants it (GET carries the operation there). */
+function searchOf(url: string | undefined): string {
+  const start = url?.indexOf("?") ?? -1;
+  return start === -1 ? "" : url!.slice(start);
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
