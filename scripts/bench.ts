@@ -9,7 +9,7 @@
  * One load generator (autocannon, loopback) drives them one at a time, the
  * scenarios interleaved round after round so that drift in the machine's load
  * falls on all of them alike; each figure is the median over the rounds.
- * Then redis-benchmark measures the ceiling: decide.lua alone, pipelined.
+ * First redis-benchmark measures the ceiling: decide.lua alone, pipelined.
  *
  * Settings: REDIS_URL and DATABASE_URL (defaults: this machine's services),
  * BENCH_SECONDS (per run) and BENCH_ROUNDS. It prints the table, the ratios
@@ -21,7 +21,9 @@ import { cpus, loadavg } from "node:os";
 import { Redis } from "ioredis";
 import { openDatabase } from "../src/db/database.js";
 import { compileRule } from "../src/engine/compiled-rule.js";
+import { RuleIndex } from "../src/engine/rule-index.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
+import type { CheckRequest } from "../src/domain/request.js";
 import type { Rule } from "../src/domain/rule.js";
 import { redisCeiling } from "./bench/ceiling.js";
 import { drive, type LoadResult } from "./bench/load.js";
@@ -51,7 +53,7 @@ const FEW_RULES = 10;
 const BATCH = 100;
 const CONNECTIONS = [1, 8, 32];
 const BATCH_CONNECTIONS = 4;
-const CEILING_REQUESTS = smoke ? 20_000 : 1_000_000;
+const CEILING_REQUESTS = smoke ? 10_000 : 200_000;
 const KEY_PREFIX = `fgbench:${process.pid}:`;
 const BASELINE_PREFIX = `rlfbench:${process.pid}:`;
 
@@ -122,6 +124,15 @@ async function main(): Promise<void> {
     ];
 
     console.log(header());
+    const ceiling = await redisCeiling({
+      redis,
+      redisUrl: REDIS_URL,
+      layout: new KeyLayout(KEY_PREFIX, 16_384),
+      buckets: new RuleIndex(fewRules.map(compileRule))
+        .match(requestOf(callers[0]!))
+        .map((c) => ({ ruleId: c.rule.id, key: c.keyOf(requestOf(callers[0]!))!, params: c.params })),
+      requests: CEILING_REQUESTS,
+    });
     for (const server of Object.values(servers)) await drive({ url: server.url, connections: 8, seconds: Math.min(SECONDS, 2), bodies: bodiesFor(server, scenarios) });
     const rounds = new Map<Scenario, Measured[]>(scenarios.map((s) => [s, []]));
     for (let round = 1; round <= ROUNDS; round++) {
@@ -129,15 +140,6 @@ async function main(): Promise<void> {
       process.stderr.write(`bench: round ${round} of ${ROUNDS} done\n`);
     }
     const results = new Map([...rounds].map(([scenario, runs]) => [scenario, median(runs)]));
-
-    const compiled = fewRules.filter((r) => r.tenantId === TENANT).map(compileRule);
-    const ceiling = await redisCeiling({
-      redis,
-      redisUrl: REDIS_URL,
-      layout: new KeyLayout(KEY_PREFIX, 16_384),
-      buckets: compiled.map((c) => ({ ruleId: c.rule.id, key: c.keyOf(requestOf(callers[0]!)) ?? "", params: c.params })),
-      requests: CEILING_REQUESTS,
-    });
 
     console.log(table(results));
     console.log(`\nceiling: redis-benchmark, decide.lua (EVALSHA) with the three rules of a bench check, -c 32 -P 16: ${fmt(ceiling, 0)} decisions/s`);
@@ -240,7 +242,7 @@ async function expectDecision(server: ServerProcess, body: string, allowed: bool
   if (got !== allowed) throw new Error(`${server.name} answered ${JSON.stringify(answer)}, expected allowed: ${allowed}`);
 }
 
-function requestOf(c: Caller) {
+function requestOf(c: Caller): CheckRequest {
   return { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
 }
 

@@ -25,19 +25,29 @@ export async function redisCeiling(options: {
   buckets: BucketRef[];
   requests: number;
 }): Promise<number> {
-  const sha = (await options.redis.script("LOAD", readScript("decide"))) as string;
   const [first, ...rest] = options.buckets;
   const spread = { ...first!, key: first!.key.replace(/\d+$/, "__rand_int__") };
   const keysAndArgs = scriptCall(options.layout, { buckets: [spread, ...rest], cost: 1, dryRun: false }, null);
   const { hostname, port } = new URL(options.redisUrl);
-  const { stdout } = await run(
-    "redis-benchmark",
-    ["-h", hostname, "-p", port || "6379", "-c", "32", "-P", "16", "-r", "10000", "-n", String(options.requests), "--csv", "EVALSHA", sha, ...keysAndArgs.map(String)],
-    { maxBuffer: 1 << 20 },
-  );
+  const stdout = await retryOnNoScript(async () => {
+    const sha = (await options.redis.script("LOAD", readScript("decide"))) as string;
+    const args = ["-h", hostname, "-p", port || "6379", "-c", "32", "-P", "16", "-r", "10000", "-n", String(options.requests), "--csv"];
+    return (await run("redis-benchmark", [...args, "EVALSHA", sha, ...keysAndArgs.map(String)], { maxBuffer: 1 << 20 })).stdout;
+  });
   // --csv: a header line, then "<command>","<requests per second>",...
   const row = stdout.trim().split("\n").at(-1)!;
   const rps = Number(JSON.parse(`[${row}]`)[1]);
   if (!Number.isFinite(rps)) throw new Error(`unexpected redis-benchmark output: ${stdout}`);
   return rps;
+}
+
+/** A shared Redis may have its script cache flushed (SCRIPT FLUSH, a restart) by someone else between the load and the run. */
+async function retryOnNoScript(attempt: () => Promise<string>): Promise<string> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (tries >= 3 || !String((error as { stderr?: string }).stderr).includes("NOSCRIPT")) throw error;
+    }
+  }
 }
