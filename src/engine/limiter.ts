@@ -9,7 +9,7 @@
 
 import type { BucketOutcome } from "../domain/algorithms/index.js";
 import type { Decision, DecisionSource, RuleResult } from "../domain/decision.js";
-import type { Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
+import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
 import { rateLimitHeaders, secondsUntil } from "./headers.js";
@@ -63,13 +63,10 @@ export class Limiter {
     const plans = requests.map((request): Plan => {
       const applicable = this.applicable(request);
       if (applicable.length === 0) return { kind: "no-rule" };
-      const local = this.refusedLocally(applicable, request.cost, sentAtMs);
+      const buckets = applicable.map(({ compiled, key }): BucketRef => ({ ruleId: compiled.rule.id, key, params: compiled.params }));
+      const local = this.refusedLocally(buckets, request.cost, sentAtMs);
       if (local !== null) return { kind: "refused-locally", applicable, ...local };
-      calls.push({
-        buckets: applicable.map(({ compiled, key }) => ({ ruleId: compiled.rule.id, key, params: compiled.params })),
-        cost: request.cost,
-        dryRun: request.dryRun,
-      });
+      calls.push({ buckets, cost: request.cost, dryRun: request.dryRun });
       return { kind: "store", applicable, call: calls.length - 1 };
     });
     const replies = calls.length === 0 ? [] : await this.store.decide(calls);
@@ -81,7 +78,7 @@ export class Limiter {
         decision = this.decision(plan.applicable, plan.reply, "OVER_LIMIT_CACHE", plan.consulted);
       } else {
         const reply = replies[plan.call]!;
-        if (this.overLimit) this.learn(plan.applicable, request.cost, reply, sentAtMs);
+        if (this.overLimit) this.learn(calls[plan.call]!, reply, sentAtMs);
         decision = this.decision(plan.applicable, reply, "COUNTER_STORE", null);
       }
       if (!request.dryRun) this.publishRefusals(request, decision);
@@ -94,29 +91,19 @@ export class Limiter {
    * enforcing bucket of the request to be over its limit: those buckets
    * refuse, the others are not consulted. Null when the store must decide.
    */
-  private refusedLocally(applicable: readonly Applicable[], cost: number, nowMs: number): { reply: CounterReply; consulted: boolean[] } | null {
-    if (!this.overLimit) return null;
-    let refusals: (BucketOutcome | null)[] | null = null;
-    applicable.forEach(({ compiled, key }, i) => {
-      const refusal = this.overLimit!.refusal({ ruleId: compiled.rule.id, key, params: compiled.params }, cost, nowMs);
-      if (refusal === null) return;
-      refusals ??= applicable.map(() => null);
-      refusals[i] = refusal;
-    });
-    if (refusals === null) return null;
-    const known: (BucketOutcome | null)[] = refusals;
-    const outcomes = applicable.map(
-      ({ compiled }, i): BucketOutcome =>
-        known[i] ?? { conforming: true, remaining: compiled.params.capacity, resetAtMs: nowMs, retryAfterMs: null, delayMs: 0 },
+  private refusedLocally(buckets: readonly BucketRef[], cost: number, nowMs: number): { reply: CounterReply; consulted: boolean[] } | null {
+    const cache = this.overLimit;
+    if (!cache) return null;
+    const refusals = buckets.map((bucket) => cache.refusal(bucket, cost, nowMs));
+    if (refusals.every((refusal) => refusal === null)) return null;
+    const outcomes = buckets.map(
+      ({ params }, i): BucketOutcome => refusals[i] ?? { conforming: true, remaining: params.capacity, resetAtMs: nowMs, retryAfterMs: null, delayMs: 0 },
     );
-    return { reply: { nowMs, allowed: false, outcomes }, consulted: known.map((r) => r !== null) };
+    return { reply: { nowMs, allowed: false, outcomes }, consulted: refusals.map((refusal) => refusal !== null) };
   }
 
-  private learn(applicable: readonly Applicable[], cost: number, reply: CounterReply, sentAtMs: number): void {
-    reply.outcomes.forEach((outcome, i) => {
-      const { compiled, key } = applicable[i]!;
-      this.overLimit!.remember({ ruleId: compiled.rule.id, key, params: compiled.params }, cost, outcome, sentAtMs);
-    });
+  private learn(call: CounterCall, reply: CounterReply, sentAtMs: number): void {
+    reply.outcomes.forEach((outcome, i) => this.overLimit!.remember(call.buckets[i]!, call.cost, outcome, sentAtMs));
   }
 
   private applicable(request: CheckRequest): Applicable[] {

@@ -33,6 +33,7 @@
 
 import type { BucketOutcome, LimitParams } from "../domain/algorithms/index.js";
 import { bucketId } from "../domain/bucket-key.js";
+import type { BucketRef } from "../domain/ports.js";
 
 interface Entry {
   params: LimitParams;
@@ -44,13 +45,6 @@ interface Entry {
   resetAtMs: number;
 }
 
-/** A bucket as the cache sees it: which rule, which key, under which parameters. */
-export interface CachedBucket {
-  ruleId: string;
-  key: string;
-  params: LimitParams;
-}
-
 export class OverLimitCache {
   private readonly entries = new Map<string, Entry>();
 
@@ -60,7 +54,7 @@ export class OverLimitCache {
    * The outcome the store would give for this bucket, if the cache knows it
    * refuses a request of `cost` at `nowMs`; null when it does not know.
    */
-  refusal(bucket: CachedBucket, cost: number, nowMs: number): BucketOutcome | null {
+  refusal(bucket: BucketRef, cost: number, nowMs: number): BucketOutcome | null {
     const id = bucketId(bucket.ruleId, bucket.key);
     const entry = this.entries.get(id);
     if (entry === undefined) return null;
@@ -77,7 +71,7 @@ export class OverLimitCache {
    * enforcing rule is kept until `sentAtMs + retryAfterMs`, sentAtMs being
    * this instance's clock when the call was sent.
    */
-  remember(bucket: CachedBucket, cost: number, outcome: BucketOutcome, sentAtMs: number): void {
+  remember(bucket: BucketRef, cost: number, outcome: BucketOutcome, sentAtMs: number): void {
     if (outcome.conforming || outcome.retryAfterMs === null || outcome.retryAfterMs <= 0) return;
     if (bucket.params.action === "LOG_ONLY") return;
     const id = bucketId(bucket.ruleId, bucket.key);
