@@ -18,6 +18,7 @@ import { CircuitBreaker } from "./engine/circuit-breaker.js";
 import { Limiter } from "./engine/limiter.js";
 import { MutationLimiter } from "./engine/mutation-limiter.js";
 import { CHECKS_PER_TIMEOUT, ResilientCounterStore } from "./engine/resilient-counter-store.js";
+import { OverLimitCache } from "./engine/over-limit-cache.js";
 import { RuleBook } from "./engine/rule-book.js";
 import { RuleLoader } from "./engine/rule-loader.js";
 import { RuleService } from "./engine/rule-service.js";
@@ -88,7 +89,8 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     closers.push(() => loader.close());
     logger.info({ rules: book.size, source: loader.source }, "rules loaded");
 
-    const rules = new RuleService(repository, book, counters.store, events, clock);
+    const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
+    const rules = new RuleService(repository, book, counters.store, events, clock, overLimit);
     const keys = new ApiKeyService(new PrismaApiKeyRepository(database.prisma), {
       adminToken: await resolveAdminToken(settings, announce),
       clock,
@@ -96,7 +98,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     });
     const services = {
       rules,
-      limiter: new Limiter(book, counters.store, events, clock, telemetry),
+      limiter: new Limiter(book, counters.store, events, clock, { telemetry, overLimit }),
       keys,
       mutations: new MutationLimiter(counters.store, events, clock, settings.adminMutationsPerMinute),
       events,

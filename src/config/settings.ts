@@ -43,6 +43,8 @@ export interface Settings {
   maxQueryFields: number;
   /** How long shutdown waits for requests in flight before closing their connections. */
   shutdownTimeoutMs: number;
+  /** Buckets the over-limit cache remembers at most; 0 turns it off. */
+  overLimitCacheSize: number;
 }
 
 export class SettingsError extends Error {}
@@ -74,6 +76,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     maxQueryDepth: integer(env, "MAX_QUERY_DEPTH", 12, 2, 100),
     maxQueryFields: integer(env, "MAX_QUERY_FIELDS", 5000, 10, 1_000_000),
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    overLimitCacheSize: integer(env, "OVER_LIMIT_CACHE_SIZE", 100_000, 0, 10_000_000),
   };
 }
 

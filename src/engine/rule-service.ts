@@ -14,6 +14,7 @@ import type { Clock, CounterStore, EventBus, RuleRepository } from "../domain/po
 import { hasControlCharacters } from "../domain/request.js";
 import type { Rule, RuleSpec } from "../domain/rule.js";
 import { specOf, validateNewRule, validateRuleChange, type RuleInput } from "../domain/rule-validation.js";
+import type { OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
 
 /** Concurrent writers without expectedVersion retry this many times before reporting a conflict. */
@@ -27,6 +28,8 @@ export class RuleService {
     private readonly store: CounterStore,
     private readonly events: EventBus,
     private readonly clock: Clock,
+    /** The limiter's, so that a reset bucket is no longer refused locally. */
+    private readonly overLimit?: OverLimitCache,
   ) {}
 
   get(principal: Principal, id: string): Rule | null {
@@ -77,12 +80,14 @@ export class RuleService {
     return true;
   }
 
-  /** Forgets one bucket of one rule. */
+  /** Forgets one bucket of one rule, in the store and in this instance's over-limit cache. */
   async resetLimit(principal: Principal, ruleId: string, key: string): Promise<boolean> {
     this.writable(principal, ruleId, this.book.get(ruleId));
     if (key.length === 0 || key.length > MAX_BUCKET_KEY) throw new ValidationError("key", `must be 1 to ${MAX_BUCKET_KEY} characters`);
     if (hasControlCharacters(key)) throw new ValidationError("key", "must not contain control characters");
-    return this.store.reset(ruleId, key);
+    const forgotten = await this.store.reset(ruleId, key);
+    this.overLimit?.forget(ruleId, key);
+    return forgotten;
   }
 
   /** The rule, if the caller may change it; NOT_FOUND if it may not even see it, FORBIDDEN if it only may see it. */

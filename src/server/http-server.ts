@@ -9,7 +9,13 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from "@apollo/server";
-import { ApolloServerPluginLandingPageDisabled } from "@apollo/server/plugin/disabled";
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginSchemaReportingDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from "@apollo/server/plugin/disabled";
 import type { GraphQLSchema } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import type { Registry } from "prom-client";
@@ -63,8 +69,26 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
     formatError,
-    plugins: [ApolloServerPluginLandingPageDisabled(), mutationRateLimit, requestLogging(logger)],
+    // Apollo installs some plugins unless told not to. Each is off here, so that
+    // no plugin of Apollo's own runs per request or per field: cache control (it hooks
+    // every resolved field, and nothing here is cacheable: every check counts),
+    // usage and schema reporting and inline traces (they would activate with an
+    // Apollo key in the environment), and the landing page.
+    plugins: [
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginUsageReportingDisabled(),
+      ApolloServerPluginSchemaReportingDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      ApolloServerPluginLandingPageDisabled(),
+      mutationRateLimit,
+      requestLogging(logger),
+    ],
     validationRules: [queryLimits(options.maxQueryDepth, options.maxQueryFields)],
+    // Apollo's default pretty-prints every response (JSON.stringify(value, null, 2)).
+    stringifyResult: (value) => JSON.stringify(value),
+    // Parsed and validated documents are cached by Apollo's default document
+    // store (keyed by the query's sha256), and automatic persisted queries are
+    // on with its default in-memory cache: a client may send only the hash.
   });
   await apollo.start();
 
@@ -113,7 +137,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     const httpGraphQLRequest: HTTPGraphQLRequest = {
       method: (req.method ?? "GET").toUpperCase(),
       headers,
-      search: new URL(req.url ?? "/", "http://localhost").search,
+      search: searchOf(req.url),
       body,
     };
     const response = await apollo.executeHTTPGraphQLRequest({
@@ -180,6 +204,12 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
 function requestIdOf(req: IncomingMessage): string {
   const given = req.headers["x-request-id"];
   return typeof given === "string" && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : randomUUID();
+}
+
+/** The query string with its "?", as Apollo wants it (GET carries the operation there). */
+function searchOf(url: string | undefined): string {
+  const start = url?.indexOf("?") ?? -1;
+  return start === -1 ? "" : url!.slice(start);
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<string> {

@@ -1,4 +1,5 @@
 import { registerEnumType } from "type-graphql";
+import { DECISION_SOURCES } from "../../domain/decision.js";
 import type { RuleChangeKind } from "../../domain/events.js";
 import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, WINDOW_UNITS } from "../../domain/rule.js";
 
@@ -13,6 +14,7 @@ export const ActionEnum = enumObject(ACTIONS);
 export const FailureModeEnum = enumObject(FAILURE_MODES);
 export const WindowUnitEnum = enumObject(WINDOW_UNITS);
 export const RuleChangeKindEnum = enumObject<RuleChangeKind>(["CREATED", "UPDATED", "DELETED"]);
+export const DecisionSourceEnum = enumObject(DECISION_SOURCES);
 
 registerEnumType(DimensionEnum, {
   name: "Dimension",
@@ -58,3 +60,15 @@ registerEnumType(FailureModeEnum, {
 
 registerEnumType(WindowUnitEnum, { name: "WindowUnit" });
 registerEnumType(RuleChangeKindEnum, { name: "RuleChangeKind" });
+
+registerEnumType(DecisionSourceEnum, {
+  name: "DecisionSource",
+  description: "Who made a decision.",
+  valuesConfig: {
+    COUNTER_STORE: { description: "The counter store (Redis, or this process's memory), in one atomic call for every rule that applies." },
+    OVER_LIMIT_CACHE: {
+      description:
+        "This instance, without asking the counter store: a bucket of the request was already known to be over its limit until after now (a refusal only; it consumed nothing). Rules whose buckets were not read say so with consulted: false.",
+    },
+  },
+});

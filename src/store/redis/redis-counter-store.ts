@@ -43,9 +43,9 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
-    if (calls.length === 1) return [parseReply(await this.redis.floodgateDecide(...this.scriptArgs(calls[0]!)))];
+    if (calls.length === 1) return [parseReply(await this.redis.floodgateDecide(...this.scriptCall(calls[0]!)))];
     const pipeline = this.redis.pipeline() as Pipeline & ScriptedRedis;
-    for (const call of calls) void pipeline.floodgateDecide(...this.scriptArgs(call));
+    for (const call of calls) void pipeline.floodgateDecide(...this.scriptCall(call));
     const results = (await pipeline.exec()) ?? [];
     return results.map(([error, reply]) => {
       if (error) throw error;
@@ -63,17 +63,26 @@ export class RedisCounterStore implements CounterStore {
     await this.redis.quit();
   }
 
-  private scriptArgs(call: CounterCall): [number, ...ScriptArg[]] {
-    const keys: string[] = [];
-    const args: ScriptArg[] = [this.clock ? this.clock.now() : "", call.cost, call.dryRun ? "1" : "0", call.buckets.length];
-    for (const bucket of call.buckets) {
-      const field = this.layout.field(bucket.key);
-      keys.push(...this.layout.scriptKeys(bucket, field));
-      const p = bucket.params;
-      args.push(ALGORITHM_CODES[p.algorithm], p.limit, p.windowMs, p.capacity, ACTION_CODES[p.action], field);
-    }
-    return [keys.length, ...keys, ...args];
+  private scriptCall(call: CounterCall): [number, ...ScriptArg[]] {
+    return scriptCall(this.layout, call, this.clock ? this.clock.now() : null);
   }
+}
+
+/**
+ * decide.lua's arguments for one call, as EVALSHA takes them after the sha:
+ * the number of keys, the keys, then ARGV (see the script's header). With
+ * `nowMs` null the script reads Redis TIME.
+ */
+export function scriptCall(layout: KeyLayout, call: CounterCall, nowMs: number | null): [number, ...ScriptArg[]] {
+  const keys: string[] = [];
+  const args: ScriptArg[] = [nowMs ?? "", call.cost, call.dryRun ? "1" : "0", call.buckets.length];
+  for (const bucket of call.buckets) {
+    const field = layout.field(bucket.key);
+    keys.push(...layout.scriptKeys(bucket, field));
+    const p = bucket.params;
+    args.push(ALGORITHM_CODES[p.algorithm], p.limit, p.windowMs, p.capacity, ACTION_CODES[p.action], field);
+  }
+  return [keys.length, ...keys, ...args];
 }
 
 function parseReply(reply: number[]): CounterReply {
