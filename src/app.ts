@@ -3,15 +3,18 @@
  * wires them together. Everything else receives what it needs.
  */
 
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { buildApiSchema } from "./api/schema.js";
-import type { Settings } from "./config/settings.js";
+import { SettingsError, type Settings } from "./config/settings.js";
 import { openDatabase } from "./db/database.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
+import { ConflictError } from "./domain/errors.js";
 import { systemClock, type Clock, type CounterStore } from "./domain/ports.js";
 import { Limiter } from "./engine/limiter.js";
 import { RuleBook } from "./engine/rule-book.js";
+import { describeProblem } from "./engine/rule-import.js";
 import { RuleService } from "./engine/rule-service.js";
 import { startHttpServer } from "./server/http-server.js";
 import { createLogger, type Logger } from "./server/logger.js";
@@ -33,52 +36,74 @@ export interface AppOptions {
   clock?: Clock;
 }
 
+/** A RULES_FILE import that meets another instance importing the same file at the same moment tries again this many times. */
+const RULES_FILE_ATTEMPTS = 3;
+
 export async function startApp(settings: Settings, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(settings.logLevel);
-  const clock = options.clock ?? systemClock;
-  const closers: (() => Promise<void>)[] = [];
-  const close = async () => {
-    for (const closer of closers.reverse()) await closer().catch((error: unknown) => logger.warn({ err: error }, "error while closing"));
-  };
+  const closers = new Closers(logger);
   try {
-    const database = await openDatabase(
-      settings.databaseUrl
-        ? { kind: "postgres", url: settings.databaseUrl }
-        : { kind: "pglite", dataDir: settings.dataDir === null ? null : join(settings.dataDir, "pglite") },
-    );
-    closers.push(() => database.close());
-    if (database.applied.length > 0) logger.info({ migrations: database.applied }, "applied database migrations");
-
-    const counters = await openCounterStore(settings);
-    closers.push(() => counters.close());
-
-    const events = new InProcessEventBus();
-    closers.push(() => events.close());
-
-    const book = new RuleBook();
-    const rules = new RuleService(new PrismaRuleRepository(database.prisma), book, counters, events, clock);
-    const loaded = await rules.reload();
+    const core = await openCore(settings, logger, options.clock ?? systemClock, closers);
+    const loaded = await core.rules.reload();
     logger.info({ rules: loaded }, "rules loaded");
+    if (settings.rulesFile !== null) await importRulesFile(core.rules, settings.rulesFile, logger);
 
-    const services = { rules, limiter: new Limiter(book, counters, events, clock), events };
+    const services = { rules: core.rules, limiter: new Limiter(core.book, core.counters, core.events, core.clock), events: core.events };
     const server = await startHttpServer(
       {
-        schema: await buildApiSchema(events),
+        schema: await buildApiSchema(core.events),
         services,
         logger,
         introspection: settings.introspection,
         maxBodyBytes: settings.maxBodyBytes,
-        readiness: () => ({ ready: book.lastLoadedAt !== null, rules: book.size }),
+        readiness: () => ({ ready: core.book.lastLoadedAt !== null, rules: core.book.size }),
       },
       settings.port,
       settings.host,
     );
-    closers.push(() => server.close());
-    return { url: server.url, storage: { rules: database.description, counters: counters.description }, logger, close };
+    closers.add(() => server.close());
+    return { url: server.url, storage: { rules: core.database.description, counters: core.counters.description }, logger, close: () => closers.close() };
   } catch (error) {
-    await close();
+    await closers.close();
     throw error;
   }
+}
+
+/**
+ * Rule administration without serving (`npm run rules` against the database):
+ * the same rule service, writing to the same database.
+ */
+export async function openRuleAdministration(settings: Settings, logger: Logger): Promise<{ rules: RuleService; close(): Promise<void> }> {
+  const closers = new Closers(logger);
+  try {
+    const core = await openCore(settings, logger, systemClock, closers);
+    return { rules: core.rules, close: () => closers.close() };
+  } catch (error) {
+    await closers.close();
+    throw error;
+  }
+}
+
+/** Storage, counters, events and the rule service: what serving and administration share. */
+async function openCore(settings: Settings, logger: Logger, clock: Clock, closers: Closers) {
+  const database = await openDatabase(
+    settings.databaseUrl
+      ? { kind: "postgres", url: settings.databaseUrl }
+      : { kind: "pglite", dataDir: settings.dataDir === null ? null : join(settings.dataDir, "pglite") },
+  );
+  closers.add(() => database.close());
+  if (database.applied.length > 0) logger.info({ migrations: database.applied }, "applied database migrations");
+
+  const counters = await openCounterStore(settings);
+  closers.add(() => counters.close());
+
+  const events = new InProcessEventBus();
+  closers.add(() => events.close());
+
+  const book = new RuleBook();
+  const repository = new PrismaRuleRepository(database.prisma);
+  const rules = new RuleService(repository, book, counters, events, clock);
+  return { database, counters, events, book, repository, rules, clock };
 }
 
 async function openCounterStore(settings: Settings): Promise<CounterStore> {
@@ -86,4 +111,44 @@ async function openCounterStore(settings: Settings): Promise<CounterStore> {
   const client = new Redis(settings.redisUrl, { enableAutoPipelining: true, maxRetriesPerRequest: 2, lazyConnect: true });
   await client.connect();
   return new RedisCounterStore(client, { layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages) });
+}
+
+async function importRulesFile(rules: RuleService, path: string, logger: Logger): Promise<void> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new SettingsError(`RULES_FILE ${path} cannot be read: ${(error as Error).message}`);
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const report = await rules.importRules(text, { dryRun: false });
+      if (report.invalid.length > 0) {
+        const problems = report.invalid.map((problem) => `  ${describeProblem(path, problem)}`).join("\n");
+        throw new SettingsError(`RULES_FILE ${path} is invalid, so none of it was applied:\n${problems}`);
+      }
+      const counts = { created: report.created.length, updated: report.updated.length, unchanged: report.unchanged.length };
+      logger.info({ file: path, ...counts }, "RULES_FILE applied");
+      return;
+    } catch (error) {
+      if (!(error instanceof ConflictError) || attempt >= RULES_FILE_ATTEMPTS) throw error;
+    }
+  }
+}
+
+/** What to close on shutdown (or when a start fails half-way), in the reverse order of opening. */
+class Closers {
+  private readonly closers: (() => Promise<void>)[] = [];
+
+  constructor(private readonly logger: Logger) {}
+
+  add(closer: () => Promise<void>): void {
+    this.closers.push(closer);
+  }
+
+  async close(): Promise<void> {
+    for (const closer of this.closers.splice(0).reverse()) {
+      await closer().catch((error: unknown) => this.logger.warn({ err: error }, "error while closing"));
+    }
+  }
 }

@@ -15,6 +15,8 @@ export interface Services {
 
 export interface ApiContext {
   services: Services;
+  /** Who is calling, recorded in rule history; null until callers authenticate with API keys. */
+  actor: string | null;
   /** Every check of the operation (aliases, batches) in one round trip; never cached, since each check counts. */
   checks: DataLoader<CheckRequest, Decision>;
 }
@@ -22,6 +24,7 @@ export interface ApiContext {
 export function createContext(services: Services): ApiContext {
   return {
     services,
+    actor: null,
     checks: new DataLoader((requests) => services.limiter.check(requests), { cache: false, maxBatchSize: 1000 }),
   };
 }

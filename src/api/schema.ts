@@ -7,11 +7,12 @@ import { eventBusPubSub } from "./event-pubsub.js";
 import { EventResolver } from "./resolvers/event.resolver.js";
 import { LimitResolver } from "./resolvers/limit.resolver.js";
 import { RuleResolver } from "./resolvers/rule.resolver.js";
+import { RulesFileResolver } from "./resolvers/rules-file.resolver.js";
 
 /** The API's schema, built from the type-graphql classes; schema.graphql at the root is this, printed. */
 export function buildApiSchema(events: EventBus): Promise<GraphQLSchema> {
   return buildSchema({
-    resolvers: [RuleResolver, LimitResolver, EventResolver],
+    resolvers: [RuleResolver, RulesFileResolver, LimitResolver, EventResolver],
     scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
     pubSub: eventBusPubSub(events),
     // Inputs are validated by the domain, with messages that name the field.

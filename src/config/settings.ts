@@ -17,6 +17,8 @@ export interface Settings {
   redisKeyPrefix: string;
   /** Page pairs per rule that buckets are spread over (changing it forgets every counter). */
   redisPages: number;
+  /** A rules file (YAML) imported on start; null: none. */
+  rulesFile: string | null;
   production: boolean;
   logLevel: string;
   introspection: boolean;
@@ -37,6 +39,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     redisUrl: url(env, "REDIS_URL", ["redis:", "rediss:"]),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "fg:",
     redisPages: integer(env, "REDIS_PAGES", 16384, 1, 1 << 20),
+    rulesFile: env.RULES_FILE ? resolve(env.RULES_FILE) : null,
     production,
     logLevel: env.LOG_LEVEL || "info",
     introspection: boolean(env, "INTROSPECTION", !production),

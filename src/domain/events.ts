@@ -19,6 +19,8 @@ export interface ThrottleEvent {
 
 export type RuleChangeKind = "CREATED" | "UPDATED" | "DELETED";
 
+export const RULE_CHANGE_KINDS: readonly RuleChangeKind[] = ["CREATED", "UPDATED", "DELETED"];
+
 export interface RuleChange {
   kind: RuleChangeKind;
   ruleId: string;

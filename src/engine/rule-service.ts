@@ -1,7 +1,8 @@
 /**
- * Rule management: validate, write through the repository, and make the
- * change visible — to this instance's rule book before the call returns (its
- * very next check uses it), and to everyone else through the event bus.
+ * Rule management: validate, write through the repository (which records each
+ * change in the rule's history in the same transaction), and make the change
+ * visible — to this instance's rule book before the call returns (its very
+ * next check uses it), and to everyone else through the event bus.
  */
 
 import { randomUUID } from "node:crypto";
@@ -9,13 +10,37 @@ import { ConflictError, NotFoundError, ValidationError } from "../domain/errors.
 import type { RuleChange, RuleChangeKind } from "../domain/events.js";
 import type { Clock, CounterStore, EventBus, RuleRepository } from "../domain/ports.js";
 import { hasControlCharacters } from "../domain/request.js";
-import type { Rule, RuleSpec } from "../domain/rule.js";
-import { specOf, validateNewRule, validateRuleChange, type RuleInput } from "../domain/rule-validation.js";
+import type { ChangeOrigin, RuleRevision } from "../domain/revision.js";
+import type { Action, Rule, RuleSpec } from "../domain/rule.js";
+import { sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../domain/rule-validation.js";
 import type { RuleBook } from "./rule-book.js";
+import { planImport, type ImportProblem } from "./rule-import.js";
+import { writeRulesFile } from "./rules-file.js";
 
 /** Concurrent writers without expectedVersion retry this many times before reporting a conflict. */
 const UPDATE_ATTEMPTS = 5;
 const MAX_BUCKET_KEY = 4096;
+const IMPORT_NOTE = "imported from a rules file";
+
+export interface ImportedRule {
+  tenantId: string;
+  name: string;
+  /** Where the rule's entry starts in the file. */
+  line: number;
+  /** The rule as stored when the import returns: for a dry run or an invalid file that is before any change, so null for one still to be created. */
+  rule: Rule | null;
+}
+
+export interface ImportReport {
+  dryRun: boolean;
+  /** The file was valid, not a dry run, and every change it asks for is written (in one transaction). */
+  applied: boolean;
+  created: ImportedRule[];
+  updated: ImportedRule[];
+  unchanged: ImportedRule[];
+  /** Every problem found; when there is any, nothing is written. */
+  invalid: ImportProblem[];
+}
 
 export class RuleService {
   constructor(
@@ -42,41 +67,70 @@ export class RuleService {
     return this.book.list(tenantId);
   }
 
-  async create(input: RuleInput): Promise<Rule> {
+  async create(input: RuleInput, actor: string | null = null): Promise<Rule> {
     const spec = validateNewRule(input);
-    const rule = await this.repository.create(randomUUID(), spec);
+    const rule = await this.repository.create(randomUUID(), spec, { actor, note: null });
     await this.publish("CREATED", rule);
     return rule;
   }
 
-  async update(id: string, input: RuleInput, expectedVersion?: number | null): Promise<Rule> {
-    for (let attempt = 1; ; attempt++) {
-      const current = await this.repository.get(id);
-      if (current === null) throw new NotFoundError("rule", id);
-      if (expectedVersion !== undefined && expectedVersion !== null && current.version !== expectedVersion) {
-        throw staleVersion(id, expectedVersion, current.version);
-      }
-      const spec = validateRuleChange(current, input);
-      if (sameSpec(spec, specOf(current))) return current;
-      const updated = await this.repository.update(id, spec, current.version);
-      if (updated !== null) {
-        await this.publish("UPDATED", updated);
-        return updated;
-      }
-      if (expectedVersion !== undefined && expectedVersion !== null) {
-        const now = await this.repository.get(id);
-        if (now === null) throw new NotFoundError("rule", id);
-        throw staleVersion(id, expectedVersion, now.version);
-      }
-      if (attempt >= UPDATE_ATTEMPTS) throw new ConflictError(`rule ${id} kept changing while it was being updated; try again`);
-    }
+  update(id: string, input: RuleInput, expectedVersion?: number | null, actor: string | null = null): Promise<Rule> {
+    return this.change(id, expectedVersion, { actor, note: null }, (current) => validateRuleChange(current, input));
   }
 
-  async delete(id: string): Promise<boolean> {
-    const deleted = await this.repository.delete(id);
+  /** Shadow to enforcement in one step: a LOG_ONLY rule takes `action`, and its history says so. */
+  promote(id: string, action: Action, expectedVersion?: number | null, actor: string | null = null): Promise<Rule> {
+    if (action === "LOG_ONLY") throw new ValidationError("action", "must be REJECT or THROTTLE: a rule is promoted out of LOG_ONLY");
+    return this.change(id, expectedVersion, { actor, note: `promoted from LOG_ONLY to ${action}` }, (current) => {
+      if (current.action !== "LOG_ONLY") {
+        throw new ConflictError(`rule ${id} is not in shadow mode (its action is ${current.action}): only a LOG_ONLY rule can be promoted`);
+      }
+      return { ...specOf(current), action };
+    });
+  }
+
+  /** A new version equal to `version` (nothing changes when the rule already equals it). */
+  async rollback(id: string, version: number, actor: string | null = null): Promise<Rule> {
+    const target = (await this.history(id)).find((revision) => revision.version === version);
+    if (target === undefined) throw new NotFoundError(`version ${version} of rule`, id);
+    if (target.after === null) throw new ValidationError("version", `${version} is the deletion of rule ${id}: roll back to a version before it`);
+    const old = specOf(target.after);
+    return this.change(id, null, { actor, note: `rolled back to version ${version}` }, (current) => validateRuleChange(current, old));
+  }
+
+  async delete(id: string, actor: string | null = null): Promise<boolean> {
+    const deleted = await this.repository.delete(id, { actor, note: null });
     if (deleted === null) throw new NotFoundError("rule", id);
     await this.publish("DELETED", deleted);
     return true;
+  }
+
+  /** Every revision of the rule, oldest first, also once it is deleted. */
+  async history(id: string): Promise<RuleRevision[]> {
+    const revisions = await this.repository.history(id);
+    if (revisions.length === 0) throw new NotFoundError("rule", id);
+    return revisions;
+  }
+
+  /** Validates a whole rules file, then writes all of its changes in one transaction, or none when anything is wrong. */
+  async importRules(text: string, options: { dryRun: boolean; actor?: string | null }): Promise<ImportReport> {
+    const plan = planImport(text, await this.repository.list(), randomUUID);
+    const writes = plan.rules.flatMap((planned) => (planned.write === null ? [] : [planned.write]));
+    const applied = plan.problems.length === 0 && !options.dryRun;
+    const written = applied && writes.length > 0 ? await this.repository.writeAll(writes, { actor: options.actor ?? null, note: IMPORT_NOTE }) : [];
+    for (const [i, rule] of written.entries()) await this.publish(writes[i]!.kind === "create" ? "CREATED" : "UPDATED", rule);
+    const stored = new Map(written.map((rule) => [rule.id, rule]));
+    const report: ImportReport = { dryRun: options.dryRun, applied, created: [], updated: [], unchanged: [], invalid: plan.problems };
+    for (const { outcome, tenantId, name, line, current, write } of plan.rules) {
+      report[outcome].push({ tenantId, name, line, rule: (write && stored.get(write.id)) ?? current });
+    }
+    return report;
+  }
+
+  /** The stored rules (of one tenant, or all) as a rules file that imports back unchanged. */
+  async exportRules(tenantId?: string | null): Promise<string> {
+    const rules = await this.repository.list();
+    return writeRulesFile(tenantId == null ? rules : rules.filter((rule) => rule.tenantId === tenantId));
   }
 
   /** Forgets one bucket of one rule. */
@@ -85,6 +139,33 @@ export class RuleService {
     if (key.length === 0 || key.length > MAX_BUCKET_KEY) throw new ValidationError("key", `must be 1 to ${MAX_BUCKET_KEY} characters`);
     if (hasControlCharacters(key)) throw new ValidationError("key", "must not contain control characters");
     return this.store.reset(ruleId, key);
+  }
+
+  /**
+   * Writes the spec `respec` makes of the current rule, unless it changes
+   * nothing. Without expectedVersion a concurrent writer makes it read again
+   * and retry; with it, any other version is a conflict.
+   */
+  private async change(id: string, expectedVersion: number | null | undefined, origin: ChangeOrigin, respec: (current: Rule) => RuleSpec): Promise<Rule> {
+    const expected = expectedVersion ?? null;
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.repository.get(id);
+      if (current === null) throw new NotFoundError("rule", id);
+      if (expected !== null && current.version !== expected) throw staleVersion(id, expected, current.version);
+      const spec = respec(current);
+      if (sameSpec(spec, specOf(current))) return current;
+      const updated = await this.repository.update(id, spec, current.version, origin);
+      if (updated !== null) {
+        await this.publish("UPDATED", updated);
+        return updated;
+      }
+      if (expected !== null) {
+        const now = await this.repository.get(id);
+        if (now === null) throw new NotFoundError("rule", id);
+        throw staleVersion(id, expected, now.version);
+      }
+      if (attempt >= UPDATE_ATTEMPTS) throw new ConflictError(`rule ${id} kept changing while it was being updated; try again`);
+    }
   }
 
   private async publish(kind: RuleChangeKind, rule: Rule): Promise<void> {
@@ -103,10 +184,4 @@ export class RuleService {
 
 function staleVersion(id: string, expected: number, actual: number): ConflictError {
   return new ConflictError(`rule ${id} is at version ${actual}, not the expectedVersion ${expected}; read it again and retry`);
-}
-
-function sameSpec(a: RuleSpec, b: RuleSpec): boolean {
-  return (Object.keys(a) as (keyof RuleSpec)[]).every((field) =>
-    Array.isArray(a[field]) ? JSON.stringify(a[field]) === JSON.stringify(b[field]) : a[field] === b[field],
-  );
 }

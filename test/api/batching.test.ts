@@ -8,9 +8,7 @@ import { execute, type ExecutionResult, type GraphQLSchema } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createContext, type Services } from "../../src/api/context.js";
 import { buildApiSchema } from "../../src/api/schema.js";
-import { ConflictError } from "../../src/domain/errors.js";
-import { systemClock, type CounterCall, type CounterReply, type CounterStore, type RuleRepository } from "../../src/domain/ports.js";
-import type { Rule, RuleSpec } from "../../src/domain/rule.js";
+import { systemClock, type CounterCall, type CounterReply, type CounterStore } from "../../src/domain/ports.js";
 import { Limiter } from "../../src/engine/limiter.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleService } from "../../src/engine/rule-service.js";
@@ -28,6 +26,7 @@ import {
   type CreateRuleMutation,
 } from "../generated/graphql.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
 import type { GraphQLClient } from "../support/graphql-client.js";
 import { STORAGES, check, createRule, expectBadUserInput, expectNoStackTrace, newTenant, realStorageAvailable } from "./api-support.js";
 
@@ -161,45 +160,6 @@ class CountingCounterStore implements CounterStore {
   close(): Promise<void> {
     return this.inner.close();
   }
-}
-
-/** The RuleRepository port in a Map: all the in-process tests need of rule storage. */
-class InMemoryRuleRepository implements RuleRepository {
-  private readonly rules = new Map<string, Rule>();
-
-  async list(): Promise<Rule[]> {
-    return [...this.rules.values()];
-  }
-
-  async get(id: string): Promise<Rule | null> {
-    return this.rules.get(id) ?? null;
-  }
-
-  async create(id: string, spec: RuleSpec): Promise<Rule> {
-    if ([...this.rules.values()].some((r) => r.tenantId === spec.tenantId && r.name === spec.name)) {
-      throw new ConflictError(`input.name: tenant ${spec.tenantId} already has a rule named ${spec.name}`);
-    }
-    const now = new Date();
-    const rule: Rule = { ...spec, id, version: 1, createdAt: now, updatedAt: now };
-    this.rules.set(id, rule);
-    return rule;
-  }
-
-  async update(id: string, spec: RuleSpec, version: number): Promise<Rule | null> {
-    const current = this.rules.get(id);
-    if (current === undefined || current.version !== version) return null;
-    const rule: Rule = { ...current, ...spec, version: version + 1, updatedAt: new Date() };
-    this.rules.set(id, rule);
-    return rule;
-  }
-
-  async delete(id: string): Promise<Rule | null> {
-    const current = this.rules.get(id) ?? null;
-    this.rules.delete(id);
-    return current;
-  }
-
-  async close(): Promise<void> {}
 }
 
 describe("one round trip per operation (schema executed in-process)", () => {
