@@ -3,6 +3,7 @@
  * wires them together. Everything else receives what it needs.
  */
 
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -11,17 +12,20 @@ import { SettingsError, type Settings } from "./config/settings.js";
 import { openDatabase } from "./db/database.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { ConflictError } from "./domain/errors.js";
-import { systemClock, type Clock, type CounterStore } from "./domain/ports.js";
+import { systemClock, type Clock, type CounterStore, type EventBus } from "./domain/ports.js";
+import { CoalescingEventBus } from "./engine/coalescing-event-bus.js";
 import { Limiter } from "./engine/limiter.js";
 import { RuleBook } from "./engine/rule-book.js";
 import { describeProblem } from "./engine/rule-import.js";
 import { RuleService } from "./engine/rule-service.js";
+import { RuleSync } from "./engine/rule-sync.js";
 import { startHttpServer } from "./server/http-server.js";
 import { createLogger, type Logger } from "./server/logger.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
 import { KeyLayout } from "./store/redis/key-layout.js";
 import { RedisCounterStore } from "./store/redis/redis-counter-store.js";
+import { RedisEventBus } from "./store/redis/redis-event-bus.js";
 
 export interface App {
   url: string;
@@ -44,7 +48,12 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
   const closers = new Closers(logger);
   try {
     const core = await openCore(settings, logger, options.clock ?? systemClock, closers);
-    const loaded = await core.rules.reload();
+    const sync = new RuleSync(core.book, core.repository, core.events, {
+      reloadIntervalMs: settings.ruleReloadIntervalMs,
+      onReloadError: (error) => logger.warn({ err: error }, "reloading the rules failed; keeping the rules already loaded"),
+    });
+    closers.add(async () => sync.close());
+    const loaded = await sync.start();
     logger.info({ rules: loaded }, "rules loaded");
     if (settings.rulesFile !== null) await importRulesFile(core.rules, settings.rulesFile, logger);
 
@@ -71,7 +80,8 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
 
 /**
  * Rule administration without serving (`npm run rules` against the database):
- * the same rule service, writing to the same database.
+ * the same rule service, whose changes reach running instances through Redis
+ * when REDIS_URL is set, and otherwise at their next full reload.
  */
 export async function openRuleAdministration(settings: Settings, logger: Logger): Promise<{ rules: RuleService; close(): Promise<void> }> {
   const closers = new Closers(logger);
@@ -84,7 +94,7 @@ export async function openRuleAdministration(settings: Settings, logger: Logger)
   }
 }
 
-/** Storage, counters, events and the rule service: what serving and administration share. */
+/** Storage, counters, the event bus and the rule service: what serving and administration share. */
 async function openCore(settings: Settings, logger: Logger, clock: Clock, closers: Closers) {
   const database = await openDatabase(
     settings.databaseUrl
@@ -97,7 +107,10 @@ async function openCore(settings: Settings, logger: Logger, clock: Clock, closer
   const counters = await openCounterStore(settings);
   closers.add(() => counters.close());
 
-  const events = new InProcessEventBus();
+  const events = new CoalescingEventBus(await openEventBus(settings, logger), {
+    intervalMs: settings.eventIntervalMs,
+    maxKeys: settings.eventMaxKeys,
+  });
   closers.add(() => events.close());
 
   const book = new RuleBook();
@@ -111,6 +124,28 @@ async function openCounterStore(settings: Settings): Promise<CounterStore> {
   const client = new Redis(settings.redisUrl, { enableAutoPipelining: true, maxRetriesPerRequest: 2, lazyConnect: true });
   await client.connect();
   return new RedisCounterStore(client, { layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages) });
+}
+
+/** With Redis, instances sharing REDIS_KEY_PREFIX hear each other's events; without it, events stay in this process. */
+async function openEventBus(settings: Settings, logger: Logger): Promise<EventBus> {
+  if (settings.redisUrl === null) return new InProcessEventBus();
+  const publisher = new Redis(settings.redisUrl, { maxRetriesPerRequest: 2, lazyConnect: true });
+  const subscriber = publisher.duplicate();
+  const instanceId = randomUUID();
+  const bus = new RedisEventBus(publisher, subscriber, {
+    prefix: settings.redisKeyPrefix,
+    instanceId,
+    onError: (error, what) => logger.warn({ err: error }, `event bus: ${what} failed`),
+  });
+  try {
+    await publisher.connect();
+    await bus.start();
+  } catch (error) {
+    await bus.close();
+    throw error;
+  }
+  logger.info({ instanceId }, "listening for other instances' events on Redis");
+  return bus;
 }
 
 async function importRulesFile(rules: RuleService, path: string, logger: Logger): Promise<void> {

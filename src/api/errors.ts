@@ -16,6 +16,7 @@ export const ErrorCode = {
   UNAUTHENTICATED: "UNAUTHENTICATED",
   FORBIDDEN: "FORBIDDEN",
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
+  SUBSCRIBER_TOO_SLOW: "SUBSCRIBER_TOO_SLOW",
   INTERNAL_SERVER_ERROR: "INTERNAL_SERVER_ERROR",
 } as const;
 
@@ -53,4 +54,16 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, on
   }
   onUnexpected(original);
   return { message: "Internal server error", path: formatted.path, extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR } };
+}
+
+/**
+ * How a subscription ends when its subscriber reads too slowly: graphql-ws
+ * sends it as the subscription's `error` message, which ends that one
+ * subscription and leaves the socket and its other subscriptions open.
+ */
+export function subscriberTooSlow(buffered: number): GraphQLError {
+  return new GraphQLError(
+    `this subscription was ended because its reader fell more than ${buffered} events behind; those events and the ones after them were not delivered: subscribe again to carry on`,
+    { extensions: { code: ErrorCode.SUBSCRIBER_TOO_SLOW } },
+  );
 }

@@ -17,8 +17,14 @@ export interface Settings {
   redisKeyPrefix: string;
   /** Page pairs per rule that buckets are spread over (changing it forgets every counter). */
   redisPages: number;
+  /** How often every rule is reloaded from the database, the safety net under pushed rule changes. */
+  ruleReloadIntervalMs: number;
   /** A rules file (YAML) imported on start; null: none. */
   rulesFile: string | null;
+  /** Throttle and near-limit events are coalesced per rule, bucket and shadow over this interval. */
+  eventIntervalMs: number;
+  /** Buckets coalesced one by one per interval; events of further buckets are gathered per rule. */
+  eventMaxKeys: number;
   production: boolean;
   logLevel: string;
   introspection: boolean;
@@ -39,7 +45,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     redisUrl: url(env, "REDIS_URL", ["redis:", "rediss:"]),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "fg:",
     redisPages: integer(env, "REDIS_PAGES", 16384, 1, 1 << 20),
+    ruleReloadIntervalMs: integer(env, "RULE_RELOAD_SECONDS", 30, 1, 86400) * 1000,
     rulesFile: env.RULES_FILE ? resolve(env.RULES_FILE) : null,
+    eventIntervalMs: integer(env, "EVENT_INTERVAL_MS", 1000, 10, 60_000),
+    eventMaxKeys: integer(env, "EVENT_MAX_KEYS", 10_000, 1, 1_000_000),
     production,
     logLevel: env.LOG_LEVEL || "info",
     introspection: boolean(env, "INTROSPECTION", !production),

@@ -4,7 +4,7 @@
  */
 
 import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
-import type { RuleChange, ThrottleEvent } from "./events.js";
+import type { NearLimitEvent, RuleChange, ThrottleEvent } from "./events.js";
 import type { ChangeOrigin, RuleRevision } from "./revision.js";
 import type { Rule, RuleSpec } from "./rule.js";
 
@@ -73,11 +73,17 @@ export interface RuleRepository {
 
 export type Unsubscribe = () => void;
 
-/** Live events: rule changes (to keep every instance's rule cache current) and throttle events (for dashboards). */
+/**
+ * Live events: rule changes (to keep every instance's rule book current),
+ * throttle and near-limit events (for dashboards). Every instance's listeners
+ * hear what any instance publishes, its own events included.
+ */
 export interface EventBus {
   publishRuleChange(change: RuleChange): Promise<void>;
   publishThrottle(event: ThrottleEvent): void;
+  publishNearLimit(event: NearLimitEvent): void;
   onRuleChange(listener: (change: RuleChange) => void): Unsubscribe;
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe;
+  onNearLimit(listener: (event: NearLimitEvent) => void): Unsubscribe;
   close(): Promise<void>;
 }

@@ -2,10 +2,12 @@
  * The decision: for each request, find the rules that apply, send them to the
  * counter store as one atomic call, and turn the store's outcomes into a
  * Decision with its most restrictive rule, every rule's result and the
- * headers. Denials (and shadow denials) are published as throttle events.
+ * headers. Denials (and shadow denials) are published as throttle events,
+ * admissions that leave a bucket nearly spent as near-limit events.
  */
 
-import type { Decision, RuleResult } from "../domain/decision.js";
+import { isNearLimit, type Decision, type RuleResult } from "../domain/decision.js";
+import type { LimitEvent } from "../domain/events.js";
 import type { Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
@@ -32,6 +34,7 @@ const NO_RULE: Omit<Decision, "decidedAt"> = Object.freeze({
   resetAt: null,
   retryAfter: null,
   delayMs: null,
+  nearLimit: false,
   results: [],
   headers: [],
 });
@@ -61,7 +64,7 @@ export class Limiter {
     return plans.map((applicable, i) => {
       if (applicable.length === 0) return { ...NO_RULE, decidedAt: new Date(this.clock.now()) };
       const decision = this.decision(applicable, replies[next++]!);
-      if (!requests[i]!.dryRun) this.publishRefusals(requests[i]!, decision, replies[next - 1]!.nowMs);
+      if (!requests[i]!.dryRun) this.publishEvents(requests[i]!, decision, replies[next - 1]!.nowMs);
       return decision;
     });
   }
@@ -90,6 +93,7 @@ export class Limiter {
           resetAt: new Date(outcome.resetAtMs),
           retryAfter: outcome.retryAfterMs === null ? null : Math.max(1, secondsUntil(outcome.retryAfterMs, 0)),
           delayMs: outcome.delayMs,
+          nearLimit: isNearLimit(outcome.conforming, outcome.remaining, compiled.params.capacity),
         },
       };
     });
@@ -109,31 +113,35 @@ export class Limiter {
       resetAt: deciding.resetAt,
       retryAfter,
       delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.result.delayMs)) : null,
+      nearLimit: allowed && enforcing.some((r) => r.result.nearLimit),
       results: ranked.map((r) => r.result),
       headers: rateLimitHeaders({ allowed, nowMs: reply.nowMs, retryAfter, enforcing }),
     };
   }
 
-  private publishRefusals(request: CheckRequest, decision: Decision, nowMs: number): void {
+  private publishEvents(request: CheckRequest, decision: Decision, nowMs: number): void {
     for (const result of decision.results) {
-      if (result.allowed) continue;
-      const shadow = result.rule.action === "LOG_ONLY";
-      this.events.publishThrottle({
-        at: new Date(nowMs),
-        tenantId: request.tenantId,
-        ruleId: result.rule.id,
-        ruleName: result.rule.name,
-        key: result.key,
-        resource: request.resource,
-        method: request.method,
-        action: result.rule.action,
-        limit: result.limit,
-        retryAfter: result.retryAfter,
-        shadow,
-        count: 1,
-      });
+      if (!result.allowed) this.events.publishThrottle({ ...eventBase(request, result, nowMs), retryAfter: result.retryAfter });
+      else if (decision.allowed && result.nearLimit) this.events.publishNearLimit({ ...eventBase(request, result, nowMs), remaining: result.remaining });
     }
   }
+}
+
+/** What throttle and near-limit events say alike about one rule's result. */
+function eventBase(request: CheckRequest, result: RuleResult, nowMs: number): LimitEvent {
+  return {
+    at: new Date(nowMs),
+    tenantId: request.tenantId,
+    ruleId: result.rule.id,
+    ruleName: result.rule.name,
+    key: result.key,
+    resource: request.resource,
+    method: request.method,
+    action: result.rule.action,
+    limit: result.limit,
+    shadow: result.rule.action === "LOG_ONLY",
+    count: 1,
+  };
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * Rule management: validate, write through the repository (which records each
- * change in the rule's history in the same transaction), and make the change
- * visible — to this instance's rule book before the call returns (its very
- * next check uses it), and to everyone else through the event bus.
+ * change in the rule's history in the same transaction), and publish the
+ * change on the event bus. Every instance's rule book, this one's included,
+ * applies it from there (RuleSync); the bus delivers this instance's own
+ * changes before publishing resolves, so its very next check uses them.
  */
 
 import { randomUUID } from "node:crypto";
@@ -50,14 +51,6 @@ export class RuleService {
     private readonly events: EventBus,
     private readonly clock: Clock,
   ) {}
-
-  /** Loads every rule from the repository into the rule book. */
-  async reload(): Promise<number> {
-    const since = this.book.mark();
-    const rules = await this.repository.list();
-    this.book.load(rules, since);
-    return rules.length;
-  }
 
   get(id: string): Rule | null {
     return this.book.get(id);
@@ -177,7 +170,6 @@ export class RuleService {
       rule: kind === "DELETED" ? null : rule,
       at: new Date(this.clock.now()),
     };
-    this.book.apply(change);
     await this.events.publishRuleChange(change);
   }
 }

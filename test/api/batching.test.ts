@@ -12,6 +12,7 @@ import { systemClock, type CounterCall, type CounterReply, type CounterStore } f
 import { Limiter } from "../../src/engine/limiter.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleService } from "../../src/engine/rule-service.js";
+import { RuleSync } from "../../src/engine/rule-sync.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import {
@@ -167,18 +168,22 @@ describe("one round trip per operation (schema executed in-process)", () => {
   let services: Services;
   let store: CountingCounterStore;
   let events: InProcessEventBus;
+  let sync: RuleSync;
 
   beforeAll(async () => {
     events = new InProcessEventBus();
     store = new CountingCounterStore(new MemoryCounterStore({ sweepIntervalMs: 0 }));
     const book = new RuleBook();
-    const rules = new RuleService(new InMemoryRuleRepository(), book, store, events, systemClock);
-    await rules.reload();
+    const repository = new InMemoryRuleRepository();
+    const rules = new RuleService(repository, book, store, events, systemClock);
+    sync = new RuleSync(book, repository, events, { reloadIntervalMs: 0, onReloadError: () => {} });
+    await sync.start();
     services = { rules, limiter: new Limiter(book, store, events, systemClock), events };
     schema = await buildApiSchema(events);
   });
 
   afterAll(async () => {
+    sync?.close();
     await store?.close();
     await events?.close();
   });

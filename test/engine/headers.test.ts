@@ -21,6 +21,7 @@ function enforced(
     resetAt: new Date(NOW + 42_000),
     retryAfter: null,
     delayMs: 0,
+    nearLimit: false,
     ...resultFields,
   };
   return { result, compiled };

@@ -1,7 +1,7 @@
 import { Arg, ID, Resolver, Root, Subscription } from "type-graphql";
-import type { RuleChange, ThrottleEvent } from "../../domain/events.js";
+import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
 import { Topic } from "../event-pubsub.js";
-import { RuleChangeType, ThrottleEventType } from "../types/event.type.js";
+import { NearLimitEventType, RuleChangeType, ThrottleEventType } from "../types/event.type.js";
 
 @Resolver()
 export class EventResolver {
@@ -11,6 +11,15 @@ export class EventResolver {
     @Arg("tenantId", () => String, { nullable: true }) _tenantId: string | null,
     @Arg("ruleId", () => ID, { nullable: true }) _ruleId: string | null,
   ): ThrottleEvent {
+    return event;
+  }
+
+  @Subscription(() => NearLimitEventType, { topics: Topic.NEAR_LIMIT_EVENTS, topicId: ({ args }) => args })
+  nearLimitEvents(
+    @Root() event: NearLimitEvent,
+    @Arg("tenantId", () => String, { nullable: true }) _tenantId: string | null,
+    @Arg("ruleId", () => ID, { nullable: true }) _ruleId: string | null,
+  ): NearLimitEvent {
     return event;
   }
 

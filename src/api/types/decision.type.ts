@@ -67,6 +67,9 @@ export class RuleResultType {
 
   @Field(() => Int, { description: "THROTTLE: milliseconds this rule holds the request; 0 otherwise." })
   delayMs!: number;
+
+  @Field(() => Boolean, { description: "The rule admits the request and has under 10% of its limit left (envoy's near_limit)." })
+  nearLimit!: boolean;
 }
 
 @ObjectType("LimitDecision")
@@ -97,6 +100,9 @@ export class LimitDecisionType {
 
   @Field(() => Int, { nullable: true, description: "THROTTLE: milliseconds to hold the request before serving it." })
   delayMs!: number | null;
+
+  @Field(() => Boolean, { description: "The request is allowed, and an enforcing rule (not LOG_ONLY) has under 10% of its limit left: slow down before being refused." })
+  nearLimit!: boolean;
 
   @Field(() => [RuleResultType], { description: "Every rule that applied, most restrictive first." })
   results!: RuleResultType[];
