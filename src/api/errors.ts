@@ -25,6 +25,7 @@ export const ErrorCode = {
   FORBIDDEN: "FORBIDDEN",
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
+  SUBSCRIBER_TOO_SLOW: "SUBSCRIBER_TOO_SLOW",
   INTERNAL_SERVER_ERROR: "INTERNAL_SERVER_ERROR",
 } as const;
 
@@ -81,4 +82,16 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown): G
 function publicExtensions(extensions: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const { stacktrace: _stacktrace, exception: _exception, http: _http, ...rest } = extensions;
   return rest;
+}
+
+/**
+ * How a subscription ends when its subscriber reads too slowly: graphql-ws
+ * sends it as the subscription's `error` message, which ends that one
+ * subscription and leaves the socket and its other subscriptions open.
+ */
+export function subscriberTooSlow(buffered: number): GraphQLError {
+  return new GraphQLError(
+    `this subscription was ended because its reader fell more than ${buffered} events behind; those events and the ones after them were not delivered: subscribe again to carry on`,
+    { extensions: { code: ErrorCode.SUBSCRIBER_TOO_SLOW } },
+  );
 }

@@ -33,6 +33,14 @@ export interface Settings {
   apiKeyCacheMs: number;
   /** Rule and key changes one API key may make per minute (Floodgate limits its own admin API). */
   adminMutationsPerMinute: number;
+  /** How often every rule is reloaded from the database, the safety net under pushed rule changes. */
+  ruleReloadIntervalMs: number;
+  /** A rules file (YAML) imported on start; null: none. */
+  rulesFile: string | null;
+  /** Throttle and near-limit events are coalesced per rule, bucket and shadow over this interval. */
+  eventIntervalMs: number;
+  /** Buckets coalesced one by one per interval; events of further buckets are gathered per rule. */
+  eventMaxKeys: number;
   production: boolean;
   logLevel: string;
   introspection: boolean;
@@ -69,6 +77,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     adminToken: secret(env, "ADMIN_TOKEN"),
     apiKeyCacheMs: integer(env, "API_KEY_CACHE_MS", 5000, 0, 600_000),
     adminMutationsPerMinute: integer(env, "ADMIN_MUTATIONS_PER_MINUTE", 300, 1, 1_000_000),
+    ruleReloadIntervalMs: integer(env, "RULE_RELOAD_SECONDS", 30, 1, 86400) * 1000,
+    rulesFile: env.RULES_FILE ? resolve(env.RULES_FILE) : null,
+    eventIntervalMs: integer(env, "EVENT_INTERVAL_MS", 1000, 10, 60_000),
+    eventMaxKeys: integer(env, "EVENT_MAX_KEYS", 10_000, 1, 1_000_000),
     production,
     logLevel: env.LOG_LEVEL || "info",
     introspection: boolean(env, "INTROSPECTION", !production),

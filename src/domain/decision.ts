@@ -31,6 +31,8 @@ export interface RuleResult {
    * stand for "not counted against": true, the limit, and the decision's time.
    */
   consulted: boolean;
+  /** The rule admits the request and its bucket has under a tenth of the limit left: see isNearLimit. */
+  nearLimit: boolean;
 }
 
 export interface Decision {
@@ -49,6 +51,17 @@ export interface Decision {
   resetAt: Date | null;
   retryAfter: number | null;
   delayMs: number | null;
+  /** The request went through, but an enforcing rule's bucket is nearly spent (shadow rules, as in the headers, do not count). */
+  nearLimit: boolean;
   results: RuleResult[];
   headers: HttpHeader[];
+}
+
+/**
+ * Envoy's near_limit: the rule admits the request, and its bucket has under
+ * 10% of its limit left (limit 100: remaining 9 or fewer; limit 5: remaining
+ * 0). A rule that refuses is over its limit, not near it.
+ */
+export function isNearLimit(conforming: boolean, remaining: number, limit: number): boolean {
+  return conforming && remaining * 10 < limit;
 }

@@ -2,14 +2,16 @@
  * The decision: for each request, find the rules that apply, send them to the
  * counter store as one atomic call, and turn the store's outcomes into a
  * Decision with its most restrictive rule, every rule's result and the
- * headers. Denials (and shadow denials) are published as throttle events.
+ * headers. Denials (and shadow denials) are published as throttle events,
+ * admissions that leave a bucket nearly spent as near-limit events.
  * A request with a bucket the over-limit cache knows to be over its limit is
  * refused here, without the store.
  */
 
 import { authorize, type Principal } from "../domain/access.js";
 import type { BucketOutcome } from "../domain/algorithms/index.js";
-import type { Decision, DecisionSource, RuleResult } from "../domain/decision.js";
+import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../domain/decision.js";
+import type { LimitEvent } from "../domain/events.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
@@ -51,6 +53,7 @@ const NO_RULE: Omit<Decision, "decidedAt" | "degraded"> = Object.freeze({
   resetAt: null,
   retryAfter: null,
   delayMs: null,
+  nearLimit: false,
   results: [],
   headers: [],
 });
@@ -94,7 +97,7 @@ export class Limiter {
         if (!reply.degraded) this.learn(calls[plan.call]!, reply, sentAtMs);
         decision = this.decision(plan.applicable, reply, "COUNTER_STORE", null);
       }
-      if (!request.dryRun) this.publishRefusals(request, decision);
+      if (!request.dryRun) this.publishEvents(request, decision);
       this.report(decision);
       return decision;
     });
@@ -160,6 +163,7 @@ export class Limiter {
           retryAfter: outcome.retryAfterMs === null ? null : Math.max(1, secondsUntil(outcome.retryAfterMs, 0)),
           delayMs: outcome.delayMs,
           consulted: consulted === null || consulted[i]!,
+          nearLimit: isNearLimit(outcome.conforming, outcome.remaining, compiled.params.capacity),
         },
       };
     });
@@ -181,31 +185,36 @@ export class Limiter {
       resetAt: deciding.resetAt,
       retryAfter,
       delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.result.delayMs)) : null,
+      nearLimit: allowed && enforcing.some((r) => r.result.nearLimit),
       results: ranked.map((r) => r.result),
       headers: rateLimitHeaders({ allowed, nowMs: reply.nowMs, retryAfter, enforcing }),
     };
   }
 
-  private publishRefusals(request: CheckRequest, decision: Decision): void {
+  private publishEvents(request: CheckRequest, decision: Decision): void {
+    const at = decision.decidedAt;
     for (const result of decision.results) {
-      if (result.allowed) continue;
-      const shadow = result.rule.action === "LOG_ONLY";
-      this.events.publishThrottle({
-        at: decision.decidedAt,
-        tenantId: request.tenantId,
-        ruleId: result.rule.id,
-        ruleName: result.rule.name,
-        key: result.key,
-        resource: request.resource,
-        method: request.method,
-        action: result.rule.action,
-        limit: result.limit,
-        retryAfter: result.retryAfter,
-        shadow,
-        count: 1,
-      });
+      if (!result.allowed) this.events.publishThrottle({ ...eventBase(request, result, at), retryAfter: result.retryAfter });
+      else if (decision.allowed && result.nearLimit) this.events.publishNearLimit({ ...eventBase(request, result, at), remaining: result.remaining });
     }
   }
+}
+
+/** What throttle and near-limit events say alike about one rule's result. */
+function eventBase(request: CheckRequest, result: RuleResult, at: Date): LimitEvent {
+  return {
+    at,
+    tenantId: request.tenantId,
+    ruleId: result.rule.id,
+    ruleName: result.rule.name,
+    key: result.key,
+    resource: request.resource,
+    method: request.method,
+    action: result.rule.action,
+    limit: result.limit,
+    shadow: result.rule.action === "LOG_ONLY",
+    count: 1,
+  };
 }
 
 /**

@@ -19,7 +19,7 @@ export interface Telemetry {
   breakerChanged(state: BreakerState): void;
   subscriptionOpened(): void;
   subscriptionClosed(): void;
-  /** Events dropped for a subscriber that could not keep up. */
+  /** Events not delivered to a subscriber that fell too far behind (its subscription is ended). */
   eventsDropped(count: number): void;
 }
 

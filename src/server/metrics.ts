@@ -52,7 +52,7 @@ export class PrometheusTelemetry implements Telemetry {
     });
     this.breaker = new Gauge({ name: "floodgate_circuit_breaker_state", help: "Counter store breaker: 0 closed, 1 half-open, 2 open.", registers });
     this.subscriptions = new Gauge({ name: "floodgate_subscriptions", help: "Open GraphQL subscriptions.", registers });
-    this.dropped = new Counter({ name: "floodgate_events_dropped_total", help: "Events dropped for subscribers that could not keep up.", registers });
+    this.dropped = new Counter({ name: "floodgate_events_dropped_total", help: "Events not delivered to subscribers that fell too far behind (their subscriptions were ended).", registers });
     new Gauge({
       name: "floodgate_rules",
       help: "Rules held in memory.",

@@ -14,6 +14,7 @@ import { Limiter } from "../../src/engine/limiter.js";
 import type { MutationLimiter } from "../../src/engine/mutation-limiter.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleService } from "../../src/engine/rule-service.js";
+import { RuleSync } from "../../src/engine/rule-sync.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import {
@@ -28,7 +29,8 @@ import {
   type CreateRuleMutation,
 } from "../generated/graphql.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { CountingCounterStore, InMemoryRuleRepository } from "../support/ports.js";
+import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
+import { CountingCounterStore } from "../support/ports.js";
 import type { GraphQLClient } from "../support/graphql-client.js";
 import { STORAGES, check, createRule, expectBadUserInput, expectNoStackTrace, newTenant, realStorageAvailable } from "./api-support.js";
 
@@ -149,13 +151,25 @@ describe("one round trip per operation (schema executed in-process)", () => {
   let services: Services;
   let store: CountingCounterStore;
   let events: InProcessEventBus;
+  let sync: RuleSync;
 
   beforeAll(async () => {
     events = new InProcessEventBus();
     store = new CountingCounterStore(new MemoryCounterStore({ sweepIntervalMs: 0 }));
     const book = new RuleBook();
-    const rules = new RuleService(new InMemoryRuleRepository(), book, store, events, systemClock);
-    book.load([]);
+    const repository = new InMemoryRuleRepository();
+    const rules = new RuleService(repository, book, store, events, systemClock);
+    sync = new RuleSync({
+      repository,
+      book,
+      events,
+      prepare: async () => undefined,
+      snapshot: null,
+      reloadIntervalMs: 0,
+      retryMs: 1000,
+      log: { info: () => undefined, warn: () => undefined },
+    });
+    await sync.start();
     services = {
       rules,
       limiter: new Limiter(book, store, events, systemClock),
@@ -168,6 +182,7 @@ describe("one round trip per operation (schema executed in-process)", () => {
   });
 
   afterAll(async () => {
+    sync?.close();
     await store?.close();
     await events?.close();
   });

@@ -22,6 +22,7 @@ function enforced(
     retryAfter: null,
     delayMs: 0,
     consulted: true,
+    nearLimit: false,
     ...resultFields,
   };
   return { result, compiled };

@@ -21,7 +21,8 @@ import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { ManualClock } from "../support/clock.js";
-import { CountingCounterStore, InMemoryRuleRepository } from "../support/ports.js";
+import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
+import { CountingCounterStore } from "../support/ports.js";
 import { testRedis } from "../support/redis.js";
 import { redisAvailable } from "../support/services.js";
 import { makeRule } from "./rule-factory.js";

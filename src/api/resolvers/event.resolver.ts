@@ -1,9 +1,9 @@
 import { Arg, ID, Resolver, Root, Subscription } from "type-graphql";
-import type { RuleChange, ThrottleEvent } from "../../domain/events.js";
+import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
 import { scopeTenant } from "../../domain/access.js";
 import type { ApiContext } from "../context.js";
 import { Topic, type EventFilter } from "../event-pubsub.js";
-import { RuleChangeType, ThrottleEventType } from "../types/event.type.js";
+import { NearLimitEventType, RuleChangeType, ThrottleEventType } from "../types/event.type.js";
 
 @Resolver()
 export class EventResolver {
@@ -13,6 +13,15 @@ export class EventResolver {
     @Arg("tenantId", () => String, { nullable: true }) _tenantId: string | null,
     @Arg("ruleId", () => ID, { nullable: true }) _ruleId: string | null,
   ): ThrottleEvent {
+    return event;
+  }
+
+  @Subscription(() => NearLimitEventType, { topics: Topic.NEAR_LIMIT_EVENTS, topicId: ({ args, context }) => watchable(context, args) })
+  nearLimitEvents(
+    @Root() event: NearLimitEvent,
+    @Arg("tenantId", () => String, { nullable: true }) _tenantId: string | null,
+    @Arg("ruleId", () => ID, { nullable: true }) _ruleId: string | null,
+  ): NearLimitEvent {
     return event;
   }
 

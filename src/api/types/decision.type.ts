@@ -74,6 +74,8 @@ export class RuleResultType {
       "False when this rule's bucket was not read, because the over-limit cache refused the request on another rule's account (source OVER_LIMIT_CACHE). Nothing was counted against it; its allowed, remaining and resetAt are then true, the limit, and decidedAt, and it is left out of the RateLimit headers.",
   })
   consulted!: boolean;
+  @Field(() => Boolean, { description: "The rule admits the request and has under 10% of its limit left (envoy's near_limit)." })
+  nearLimit!: boolean;
 }
 
 @ObjectType("LimitDecision")
@@ -115,6 +117,9 @@ export class LimitDecisionType {
 
   @Field(() => Int, { nullable: true, description: "THROTTLE: milliseconds to hold the request before serving it." })
   delayMs!: number | null;
+
+  @Field(() => Boolean, { description: "The request is allowed, and an enforcing rule (not LOG_ONLY) has under 10% of its limit left: slow down before being refused." })
+  nearLimit!: boolean;
 
   @Field(() => [RuleResultType], { description: "Every rule that applied, most restrictive first." })
   results!: RuleResultType[];

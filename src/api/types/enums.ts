@@ -1,6 +1,6 @@
 import { registerEnumType } from "type-graphql";
 import { DECISION_SOURCES } from "../../domain/decision.js";
-import type { RuleChangeKind } from "../../domain/events.js";
+import { RULE_CHANGE_KINDS } from "../../domain/events.js";
 import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, WINDOW_UNITS } from "../../domain/rule.js";
 
 /** type-graphql registers enums from objects; the domain keeps them as lists of names. */
@@ -13,8 +13,8 @@ export const AlgorithmEnum = enumObject(ALGORITHMS);
 export const ActionEnum = enumObject(ACTIONS);
 export const FailureModeEnum = enumObject(FAILURE_MODES);
 export const WindowUnitEnum = enumObject(WINDOW_UNITS);
-export const RuleChangeKindEnum = enumObject<RuleChangeKind>(["CREATED", "UPDATED", "DELETED"]);
 export const DecisionSourceEnum = enumObject(DECISION_SOURCES);
+export const RuleChangeKindEnum = enumObject(RULE_CHANGE_KINDS);
 
 registerEnumType(DimensionEnum, {
   name: "Dimension",
