@@ -1,4 +1,4 @@
-/** Per-request scope: the caller, the services, and a DataLoader that sends all checks of one operation to the store together. */
+/** Per-request scope: the caller, the services, and the checks of one operation sent to the store together. */
 
 import DataLoader from "dataloader";
 import type { Principal } from "../domain/access.js";
@@ -23,15 +23,22 @@ export interface ApiContext {
   principal: Principal;
   /** The request's id (X-Request-Id), in every log line about it. */
   requestId: string;
-  /** Every check of the operation (aliases, batches) in one round trip; never cached, since each check counts. */
-  checks: DataLoader<CheckRequest, Decision>;
+  /**
+   * Decides checks. Every check of the operation (aliases, batches) is sent to
+   * the store in one call, and authorized as one: a forbidden check refuses
+   * them all before any is counted (the root fields are non-null, so a refused
+   * one leaves the operation without data: none of it may have counted).
+   */
+  check(requests: readonly CheckRequest[]): Promise<Decision[]>;
 }
 
 export function createContext(services: Services, principal: Principal, requestId: string): ApiContext {
+  // Never cached (every check counts) and never split: the operation's checks stay one batch, authorized together.
+  const loader = new DataLoader<CheckRequest, Decision>((requests) => services.limiter.check(principal, requests), { cache: false });
   return {
     services,
     principal,
     requestId,
-    checks: new DataLoader((requests) => services.limiter.check(principal, requests), { cache: false, maxBatchSize: 1000 }),
+    check: (requests) => Promise.all(requests.map((request) => loader.load(request))),
   };
 }

@@ -5,6 +5,7 @@
  * or internal message reaches a caller.
  */
 
+import { HeaderMap } from "@apollo/server";
 import { unwrapResolverError } from "@apollo/server/errors";
 import { GraphQLError, type GraphQLFormattedError } from "graphql";
 import {
@@ -25,19 +26,19 @@ export const ErrorCode = {
   FORBIDDEN: "FORBIDDEN",
   SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
+  BAD_REQUEST: "BAD_REQUEST",
   SUBSCRIBER_TOO_SLOW: "SUBSCRIBER_TOO_SLOW",
   INTERNAL_SERVER_ERROR: "INTERNAL_SERVER_ERROR",
 } as const;
 
-/** Codes raised by GraphQL itself (parse, validation, coercion) or by us, passed through as they are. */
+/** Codes raised by GraphQL itself (parse, validation, coercion) or by us, passed through as they are; never INTERNAL_SERVER_ERROR, which is masked. */
 const PUBLIC_CODES = new Set<string>([
-  ...Object.values(ErrorCode),
+  ...Object.values(ErrorCode).filter((code) => code !== ErrorCode.INTERNAL_SERVER_ERROR),
   "GRAPHQL_PARSE_FAILED",
   "GRAPHQL_VALIDATION_FAILED",
   "PERSISTED_QUERY_NOT_FOUND",
   "PERSISTED_QUERY_NOT_SUPPORTED",
   "OPERATION_RESOLUTION_FAILURE",
-  "BAD_REQUEST",
 ]);
 
 /** Turns a thrown domain error into the GraphQL error the caller sees; null for anything unexpected. */
@@ -55,27 +56,47 @@ export function toGraphQLError(error: unknown): GraphQLError | null {
   }
   if (error instanceof ForbiddenError) return new GraphQLError(error.message, { extensions: { code: ErrorCode.FORBIDDEN } });
   if (error instanceof RateLimitedError) {
-    return new GraphQLError(error.message, { extensions: { code: ErrorCode.TOO_MANY_REQUESTS, retryAfter: error.retryAfter } });
+    return new GraphQLError(error.message, {
+      extensions: {
+        code: ErrorCode.TOO_MANY_REQUESTS,
+        retryAfter: error.retryAfter,
+        http: { status: 429, headers: new HeaderMap([["retry-after", String(error.retryAfter)]]) },
+      },
+    });
   }
   return null;
 }
 
-/** An error a caller is meant to see: a domain failure or GraphQL's own (parse, validation, coercion). */
+/** An error a caller is meant to see: a domain failure, GraphQL's own (parse, validation, coercion), or one Apollo marks as the request's fault. */
 export function isExpected(error: GraphQLError): boolean {
-  if (toGraphQLError(unwrapResolverError(error)) !== null) return true;
-  const code = error.extensions?.code;
-  return typeof code === "string" && PUBLIC_CODES.has(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR;
+  return toGraphQLError(unwrapResolverError(error)) !== null || publicCode(error.extensions?.code, error) !== null;
 }
 
 /** Every error as the caller sees it: domain failures with their codes, anything unexpected masked. */
 export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const mapped = toGraphQLError(unwrapResolverError(error));
   if (mapped) return { message: mapped.message, locations: formatted.locations, path: formatted.path, extensions: publicExtensions(mapped.extensions) };
-  const code = formatted.extensions?.code;
-  if (typeof code === "string" && PUBLIC_CODES.has(code)) {
-    return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: publicExtensions(formatted.extensions!) };
+  const code = publicCode(formatted.extensions?.code, error);
+  if (code !== null) {
+    return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: { ...publicExtensions(formatted.extensions!), code } };
   }
   return { message: "Internal server error", path: formatted.path, extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR } };
+}
+
+/**
+ * The code a caller may see for an error that is not a domain failure: its
+ * own when public, BAD_REQUEST when Apollo gave it a 4xx status without a
+ * code (persisted-query mismatches), else null (masked).
+ */
+function publicCode(code: unknown, error: unknown): string | null {
+  if (typeof code === "string" && PUBLIC_CODES.has(code)) return code;
+  const status = error instanceof GraphQLError ? (error.extensions?.http as { status?: unknown } | undefined)?.status : undefined;
+  return typeof status === "number" && status >= 400 && status < 500 ? ErrorCode.BAD_REQUEST : null;
+}
+
+/** formatError for errors that do not pass through Apollo (subscriptions over WebSocket). */
+export function formatGraphQLError(error: GraphQLError): GraphQLFormattedError {
+  return formatError(error.toJSON(), error);
 }
 
 /** What a caller may see of an error's extensions: never a stack trace or the HTTP status meant for the server. */

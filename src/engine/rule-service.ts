@@ -121,6 +121,7 @@ export class RuleService {
    * to change every tenant the file names, or nothing is written.
    */
   async importRules(principal: Principal, text: string, options: { dryRun: boolean }): Promise<ImportReport> {
+    authorize(principal, "writeRules", principal.tenantId);
     const plan = planImport(text, await this.repository.list(), randomUUID);
     for (const { tenantId } of plan.rules) authorize(principal, "writeRules", tenantId);
     const writes = plan.rules.flatMap((planned) => (planned.write === null ? [] : [planned.write]));

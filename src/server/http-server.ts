@@ -16,13 +16,13 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from "@apollo/server/plugin/disabled";
-import type { GraphQLSchema } from "graphql";
+import { GraphQLError, Kind, parse, specifiedRules, validate, type GraphQLSchema, type ValidationRule } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import type { Registry } from "prom-client";
 import { WebSocketServer } from "ws";
 import { createContext, type ApiContext, type Services } from "../api/context.js";
-import { formatError, toGraphQLError } from "../api/errors.js";
-import { mutationRateLimit } from "../api/mutation-rate-limit.js";
+import { formatError, formatGraphQLError, toGraphQLError } from "../api/errors.js";
+import { mutationLimit } from "../api/mutation-limit.js";
 import { requestLogging } from "../api/request-logging.js";
 import { queryLimits } from "../api/query-limits.js";
 import type { Principal } from "../domain/access.js";
@@ -51,6 +51,32 @@ export interface RunningServer {
 
 class BodyTooLarge extends Error {}
 
+/**
+ * Whether an HTTP request's document holds a subscription operation. Those
+ * never run over HTTP; refusing them here, before Apollo validates them, also
+ * keeps graphql-js 16's subscription validation (which throws on some
+ * malformed documents) from answering 500. The substring test keeps this free
+ * for everything else.
+ */
+function asksForSubscription(body: unknown, url: string | undefined): boolean {
+  const query = typeof body === "object" && body !== null ? (body as { query?: unknown }).query : new URLSearchParams(searchOf(url)).get("query");
+  if (typeof query !== "string" || !query.includes("subscription")) return false;
+  try {
+    return parse(query).definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation === "subscription");
+  } catch {
+    return false;
+  }
+}
+
+/** Over WebSocket, only subscription operations. */
+const subscriptionsOnly: ValidationRule = (context) => ({
+  OperationDefinition(operation) {
+    if (operation.operation !== "subscription") {
+      context.reportError(new GraphQLError(`only subscriptions run over WebSocket: send ${operation.operation}s over HTTP POST /graphql`, { nodes: [operation] }));
+    }
+  },
+});
+
 /** The caller of a request, or the GraphQL error (UNAUTHENTICATED, 401) that answers it. */
 async function authenticateWith(services: Services, authorization: string | undefined): Promise<Principal> {
   try {
@@ -63,6 +89,7 @@ async function authenticateWith(services: Services, authorization: string | unde
 export async function startHttpServer(options: HttpServerOptions, port: number, host: string): Promise<RunningServer> {
   const { schema, services, logger } = options;
   const authenticate = (authorization: string | undefined) => authenticateWith(services, authorization);
+  const validationRules = [queryLimits(options.maxQueryDepth, options.maxQueryFields)];
   const apollo = new ApolloServer<ApiContext>({
     schema,
     introspection: options.introspection,
@@ -80,10 +107,12 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       ApolloServerPluginSchemaReportingDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginLandingPageDisabled(),
-      mutationRateLimit,
+      mutationLimit,
       requestLogging(logger),
     ],
-    validationRules: [queryLimits(options.maxQueryDepth, options.maxQueryFields)],
+    validationRules,
+    // A document is refused past this many tokens before it is even parsed whole: a legitimate one is far smaller.
+    parseOptions: { maxTokens: options.maxQueryFields * 10 },
     // Apollo's default pretty-prints every response (JSON.stringify(value, null, 2)).
     stringifyResult: (value) => JSON.stringify(value),
     // Parsed and validated documents are cached by Apollo's default document
@@ -103,6 +132,14 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     });
   });
   server.keepAliveTimeout = 65_000;
+  // A request Node refuses before it reaches us (headers too large, malformed) still gets a JSON answer.
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
+    const body = JSON.stringify(graphqlError(tooLarge ? "request headers (or the query string) are too large" : "malformed HTTP request", "BAD_REQUEST"));
+    const status = tooLarge ? "431 Request Header Fields Too Large" : "400 Bad Request";
+    socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  });
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?", 1)[0];
@@ -129,6 +166,9 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     } catch (error) {
       if (error instanceof BodyTooLarge) return json(res, 413, graphqlError(`request body is larger than ${options.maxBodyBytes} bytes`, "BAD_REQUEST"));
       return json(res, 400, graphqlError("request body is not valid JSON", "BAD_REQUEST"));
+    }
+    if (asksForSubscription(body, req.url)) {
+      return json(res, 400, graphqlError("subscriptions are served over WebSocket (the graphql-ws protocol) on /graphql, not over HTTP", "BAD_REQUEST"));
     }
     const headers = new HeaderMap();
     for (const [name, value] of Object.entries(req.headers)) {
@@ -171,6 +211,12 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
         }
       },
       context: ({ extra }) => createContext(services, principals.get(extra.socket)!, randomUUID()),
+      // Over WebSocket only subscriptions run, under the same validation as HTTP; queries and mutations
+      // go over HTTP, where the admin limit and every other protection apply.
+      validate: (schema, document) => validate(schema, document, [...specifiedRules, ...validationRules, subscriptionsOnly]),
+      // Errors carry their codes, and unexpected ones are masked, exactly as over HTTP.
+      onError: (_ctx, _id, _payload, errors) => errors.map(formatGraphQLError),
+      onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatGraphQLError) } : result),
     },
     sockets,
   );

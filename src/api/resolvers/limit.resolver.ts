@@ -11,7 +11,7 @@ export const MAX_BATCH = 1000;
 export class LimitResolver {
   @Query(() => LimitDecisionType)
   checkLimits(@Arg("request", () => CheckLimitsInput) request: CheckLimitsInput, @Ctx() ctx: ApiContext): Promise<Decision> {
-    return ctx.checks.load(parseCheckRequest(request));
+    return ctx.check([parseCheckRequest(request)]).then(([decision]) => decision!);
   }
 
   /** All checks are validated before any is counted: one bad request fails the batch and changes nothing. */
@@ -19,6 +19,6 @@ export class LimitResolver {
   checkLimitsBatch(@Arg("requests", () => [CheckLimitsInput]) requests: CheckLimitsInput[], @Ctx() ctx: ApiContext): Promise<Decision[]> {
     if (requests.length > MAX_BATCH) throw new ValidationError("requests", `must hold at most ${MAX_BATCH} checks (got ${requests.length})`);
     const parsed = requests.map((request, i) => parseCheckRequest(request, `requests[${i}]`));
-    return Promise.all(parsed.map((request) => ctx.checks.load(request)));
+    return ctx.check(parsed);
   }
 }
