@@ -4,9 +4,9 @@
  */
 
 import { join } from "node:path";
-import { Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import { buildApiSchema } from "./api/schema.js";
-import type { Settings } from "./config/settings.js";
+import type { RedisTopology, Settings } from "./config/settings.js";
 import { openDatabase } from "./db/database.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { systemClock, type Clock, type CounterStore } from "./domain/ports.js";
@@ -49,7 +49,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     closers.push(() => database.close());
     if (database.applied.length > 0) logger.info({ migrations: database.applied }, "applied database migrations");
 
-    const counters = await openCounterStore(settings);
+    const counters = await openCounterStore(settings, logger);
     closers.push(() => counters.close());
 
     const events = new InProcessEventBus();
@@ -81,9 +81,26 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
   }
 }
 
-async function openCounterStore(settings: Settings): Promise<CounterStore> {
-  if (settings.redisUrl === null) return new MemoryCounterStore();
-  const client = new Redis(settings.redisUrl, { enableAutoPipelining: true, maxRetriesPerRequest: 2, lazyConnect: true });
+async function openCounterStore(settings: Settings, logger: Logger): Promise<CounterStore> {
+  if (settings.redis === null) return new MemoryCounterStore();
+  const client = redisClient(settings.redis);
   await client.connect();
-  return new RedisCounterStore(client, { layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages) });
+  return new RedisCounterStore(client, {
+    layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages),
+    onReleaseFailed: (error, units) =>
+      logger.warn({ err: error, units }, "could not give back a denied request's reservation: its units stay counted until they expire"),
+  });
+}
+
+function redisClient(topology: RedisTopology): Redis | Cluster {
+  const options = { maxRetriesPerRequest: 2, lazyConnect: true } as const;
+  switch (topology.kind) {
+    case "single":
+      return new Redis(topology.url, { ...options, enableAutoPipelining: true });
+    case "sentinel":
+      return new Redis({ ...options, enableAutoPipelining: true, sentinels: topology.sentinels, name: topology.masterName });
+    case "cluster":
+      // No auto-pipelining: the store sends each slot's command at once itself (see RedisCounterStore).
+      return new Cluster(topology.nodes, { lazyConnect: true, redisOptions: { maxRetriesPerRequest: options.maxRetriesPerRequest } });
+  }
 }

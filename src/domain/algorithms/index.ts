@@ -70,7 +70,7 @@ export interface CombinedDecision {
  * request is denied nothing is counted anywhere, and every rule reports its
  * bucket as it stands.
  */
-export function combine(evaluations: readonly Evaluation[], actions: readonly Action[], dryRun: boolean): CombinedDecision {
+export function combine(evaluations: readonly Pick<Evaluation, "verdict">[], actions: readonly Action[], dryRun: boolean): CombinedDecision {
   const allowed = evaluations.every((e, i) => e.verdict.conforming || actions[i] === "LOG_ONLY");
   const outcomes = evaluations.map(({ verdict }) => {
     const counted = allowed && verdict.conforming;
