@@ -151,7 +151,7 @@ export interface LocalRedisSentinel {
   sentinels: HostPort[];
   masterName: string;
   master: HostPort;
-  /** Asks the sentinel to promote the replica, and resolves once it reports the new master. */
+  /** Asks the sentinel to promote the replica; resolves once it reports the new master and the old one has become its replica. */
   failover(): Promise<HostPort>;
   stop(): Promise<void>;
 }
@@ -200,6 +200,7 @@ export async function startRedisSentinel(): Promise<LocalRedisSentinel> {
           after = await current();
           return after.port !== before.port;
         });
+        await waitFor("the old master to follow the new one", async () => (await command(before.port, (r) => r.info("replication"))).includes("role:slave"));
         return after;
       },
       stop: () => processes.stop(),
