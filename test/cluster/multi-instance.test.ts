@@ -1,0 +1,148 @@
+/**
+ * Three Floodgate instances on one Redis Cluster (3 masters, 3 replicas) and
+ * one Postgres, many concurrent callers on shared buckets, every request
+ * checked against rules whose buckets live on different masters. Afterwards:
+ * no bucket admitted more than its rule allows, and every bucket holds
+ * exactly the units of the requests that were admitted (a denied request took
+ * nothing anywhere, whatever slot denied it).
+ */
+
+import { randomUUID } from "node:crypto";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startApp, type App } from "../../src/app.js";
+import { loadSettings } from "../../src/config/settings.js";
+import { KeyLayout } from "../../src/store/redis/key-layout.js";
+import { CheckTimedDocument, CreateRuleDocument, type CheckLimitsInput, type CreateRuleInput } from "../generated/graphql.js";
+import { GraphQLClient } from "../support/graphql-client.js";
+import { startRedisCluster, type LocalRedisCluster } from "../support/local-redis.js";
+import { createTestDatabase, postgresAvailable, redisBinariesAvailable } from "../support/services.js";
+
+const HOUR_MS = 3_600_000;
+const CALLERS = 48;
+const REQUESTS = 480;
+const PREFIX = "fgmulti:";
+
+const available = (await redisBinariesAvailable()) && (await postgresAvailable());
+
+interface Sample {
+  user: string;
+  ip: string;
+  cost: number;
+  allowed: boolean;
+  atMs: number;
+  /** rule id -> that rule's verdict */
+  conforming: Map<string, boolean>;
+}
+
+describe.runIf(available)("three Floodgate instances on one Redis Cluster", () => {
+  let cluster: LocalRedisCluster;
+  let database: { url: string; drop(): Promise<void> };
+  const apps: App[] = [];
+  let clients: GraphQLClient[];
+  const tenantId = `t-${randomUUID()}`;
+  const rules = { perUser: "", perTenant: "", perIp: "", shadow: "" };
+
+  const start = async () => {
+    const settings = loadSettings({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATA_DIR: "memory://",
+      DATABASE_URL: database.url,
+      REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(","),
+      REDIS_KEY_PREFIX: PREFIX,
+    });
+    const app = await startApp(settings, { logger: pino({ level: "silent" }) });
+    apps.push(app);
+    return new GraphQLClient(app.url);
+  };
+
+  beforeAll(async () => {
+    [cluster, database] = await Promise.all([startRedisCluster(), createTestDatabase()]);
+    const first = await start();
+    const create = async (input: Omit<CreateRuleInput, "tenantId" | "window" | "windowUnit">) =>
+      (await first.data(CreateRuleDocument, { input: { tenantId, window: 1, windowUnit: "HOURS", ...input } })).createRule.id;
+    rules.perUser = await create({ name: "per-user", scope: ["USER"], algorithm: "FIXED_WINDOW", limit: 12 });
+    rules.perTenant = await create({ name: "per-tenant", scope: ["TENANT"], algorithm: "SLIDING_WINDOW_LOG", limit: 40 });
+    rules.perIp = await create({ name: "per-ip", scope: ["IP"], algorithm: "TOKEN_BUCKET", limit: 20, burst: 20 });
+    rules.shadow = await create({ name: "shadow", scope: ["USER"], algorithm: "FIXED_WINDOW", limit: 5, action: "LOG_ONLY" });
+    // The other two start after the rules exist: each loads them at start.
+    clients = [first, await start(), await start()];
+  });
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await database?.drop();
+    await cluster?.stop();
+  });
+
+  const check = (client: GraphQLClient, request: Omit<CheckLimitsInput, "tenantId">) => client.data(CheckTimedDocument, { request: { tenantId, resource: "/orders", method: "POST", ...request } });
+
+  /** Users whose per-user bucket lives on another master than the tenant's bucket: every request spans nodes. */
+  async function usersAcrossMasters(count: number): Promise<string[]> {
+    const layout = new KeyLayout(PREFIX, loadSettings({}).redisPages);
+    const masterOf = async (ruleId: string, key: string) => (await cluster.masterOf(layout.slotOf(ruleId, layout.field(key)))).port;
+    const users: string[] = [];
+    for (let i = 0; users.length < count; i++) {
+      const { checkLimits } = await check(clients[0]!, { userId: `u${i}`, ip: "10.0.0.1", dryRun: true });
+      const keyOf = (ruleId: string) => checkLimits.results.find((r) => r.rule.id === ruleId)!.key;
+      if ((await masterOf(rules.perUser, keyOf(rules.perUser))) !== (await masterOf(rules.perTenant, keyOf(rules.perTenant)))) users.push(`u${i}`);
+    }
+    return users;
+  }
+
+  it("admit no more than any rule allows, and denied requests consume nothing, whatever slots the rules fall in", async () => {
+    const users = await usersAcrossMasters(4);
+    const ips = ["10.0.0.1", "10.0.0.2"];
+    const pick = <T>(values: readonly T[]) => values[Math.floor(Math.random() * values.length)]!;
+    const samples: Sample[] = [];
+    let sent = 0;
+    await Promise.all(
+      Array.from({ length: CALLERS }, async (_, caller) => {
+        const client = clients[caller % clients.length]!;
+        while (sent++ < REQUESTS) {
+          const request = { userId: pick(users), ip: pick(ips), cost: 1 + Math.floor(Math.random() * 3) };
+          const { checkLimits } = await check(client, request);
+          samples.push({
+            user: request.userId,
+            ip: request.ip,
+            cost: request.cost,
+            allowed: checkLimits.allowed,
+            atMs: Date.parse(checkLimits.decidedAt),
+            conforming: new Map(checkLimits.results.map((r) => [r.rule.id, r.allowed])),
+          });
+        }
+      }),
+    );
+    const admitted = samples.filter((s) => s.allowed);
+    expect(admitted.length).toBeGreaterThan(0);
+    expect(samples.length - admitted.length).toBeGreaterThan(0);
+
+    const units = (of: readonly Sample[]) => of.reduce((sum, s) => sum + s.cost, 0);
+    const currentHour = Math.floor(Date.now() / HOUR_MS);
+    const inHour = (s: Sample, hour: number) => Math.floor(s.atMs / HOUR_MS) === hour;
+
+    // No over-admission: each bucket's admitted units within its limit (per aligned hour for the fixed windows).
+    for (const user of users) {
+      for (const hour of new Set(admitted.map((s) => Math.floor(s.atMs / HOUR_MS)))) {
+        expect(units(admitted.filter((s) => s.user === user && inHour(s, hour)))).toBeLessThanOrEqual(12);
+      }
+    }
+    expect(units(admitted)).toBeLessThanOrEqual(40);
+    for (const ip of ips) expect(units(admitted.filter((s) => s.ip === ip))).toBeLessThanOrEqual(20);
+
+    // Exact consumption: what each bucket has left is its limit minus the admitted requests' units, nothing of the denied ones.
+    const free = async (user: string, ip: string, ruleId: string) => {
+      const { checkLimits } = await check(clients[1]!, { userId: user, ip, dryRun: true });
+      const result = checkLimits.results.find((r) => r.rule.id === ruleId)!;
+      return result.remaining + (checkLimits.allowed && result.allowed ? 1 : 0);
+    };
+    expect(await free(users[0]!, ips[0]!, rules.perTenant)).toBe(40 - units(admitted));
+    for (const ip of ips) expect(await free(users[0]!, ip, rules.perIp)).toBe(20 - units(admitted.filter((s) => s.ip === ip)));
+    for (const user of users) {
+      const thisHour = admitted.filter((s) => s.user === user && inHour(s, currentHour));
+      expect(await free(user, ips[0]!, rules.perUser)).toBe(12 - units(thisHour));
+      // A shadow rule counts what it would have admitted, of the requests that were admitted.
+      expect(await free(user, ips[0]!, rules.shadow)).toBe(Math.max(0, 5 - units(thisHour.filter((s) => s.conforming.get(rules.shadow)))));
+    }
+  });
+});
