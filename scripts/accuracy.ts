@@ -17,17 +17,16 @@
 
 import "reflect-metadata";
 import { randomUUID } from "node:crypto";
-import pg from "pg";
 import { pino } from "pino";
 import { startApp } from "../src/app.js";
 import { loadSettings } from "../src/config/settings.js";
 import type { Algorithm } from "../src/domain/rule.js";
+import { createScratchDatabase } from "./support/scratch-database.js";
 import { judgeFixedWindow, judgeTokenBucket, judgeTrailingWindow, sum, type Judged, type Observed, type Rule } from "./accuracy/truth.js";
 
 const short = process.argv.includes("--short");
 const CALLERS = 64;
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-const POSTGRES_URL = process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 /** Cloudflare's published share of wrong decisions for its sliding window counter. */
 const CLOUDFLARE_ERROR_SHARE = 0.00003;
 
@@ -58,13 +57,10 @@ interface Sample extends Observed {
 }
 
 async function main(): Promise<void> {
-  const database = `floodgate_accuracy_${process.pid}`;
-  await admin(`CREATE DATABASE "${database}"`);
-  const url = new URL(POSTGRES_URL);
-  url.pathname = `/${database}`;
+  const database = await createScratchDatabase("accuracy");
   const prefix = `fgacc:${randomUUID().slice(0, 8)}:`;
   const app = await startApp(
-    loadSettings({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: url.toString(), REDIS_URL, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn" }),
+    loadSettings({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn" }),
     { logger: pino({ level: "warn" }) },
   );
   try {
@@ -79,7 +75,7 @@ async function main(): Promise<void> {
     process.exitCode = ok ? 0 : 1;
   } finally {
     await app.close();
-    await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await database.drop();
   }
 }
 
@@ -206,16 +202,6 @@ class Client {
     const body = (await response.json()) as { data?: unknown; errors?: unknown[] };
     if (body.errors) throw new Error(`GraphQL errors: ${JSON.stringify(body.errors)}`);
     return body.data;
-  }
-}
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
   }
 }
 

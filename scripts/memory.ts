@@ -8,25 +8,22 @@
  * keys (current and previous window) a sliding window counter usually takes.
  */
 
-import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { Redis } from "ioredis";
 import type { LimitParams } from "../src/domain/algorithms/index.js";
 import { ALGORITHMS } from "../src/domain/rule.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../src/store/redis/redis-counter-store.js";
+import { startOwnRedis } from "../test/support/redis-server.js";
 
 const bucketsArg = process.argv.indexOf("--buckets");
 const BUCKETS = bucketsArg > 0 ? Number(process.argv[bucketsArg + 1]) : 1_000_000;
 const BATCH = 2_000;
 
 async function main(): Promise<void> {
-  const port = await freePort();
-  const server = spawn("redis-server", ["--port", String(port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"], { stdio: "ignore" });
-  const redis = new Redis({ port, lazyConnect: true });
+  const server = await startOwnRedis();
+  const redis = new Redis(server.url);
   try {
-    await connectWithRetry(redis);
-    console.log(`memory: ${BUCKETS.toLocaleString("en")} live buckets per layout, private redis-server on port ${port}`);
+    console.log(`memory: ${BUCKETS.toLocaleString("en")} live buckets per layout, private redis-server on port ${server.port}`);
     const rows: [string, number, string][] = [];
     for (const algorithm of ALGORITHMS) {
       const params: LimitParams = { algorithm, limit: 100, windowMs: 60_000, capacity: 100, action: "REJECT" };
@@ -45,7 +42,7 @@ async function main(): Promise<void> {
     for (const [name, bytes, keys] of rows) console.log(`${name.padEnd(34)}${bytes.toFixed(1).padStart(16)}   ${keys}`);
   } finally {
     redis.disconnect();
-    server.kill();
+    await server.stop();
   }
 }
 
@@ -65,33 +62,6 @@ async function measure(redis: Redis, create: (i: number) => Promise<unknown>): P
 async function usedMemory(redis: Redis): Promise<number> {
   const info = await redis.info("memory");
   return Number(/used_memory:(\d+)/.exec(info)![1]);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-async function connectWithRetry(redis: Redis): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    const probe = new Redis({ port: redis.options.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      await probe.connect();
-      probe.disconnect();
-      await redis.connect();
-      return;
-    } catch (error) {
-      probe.disconnect();
-      if (attempt > 50) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 }
 
 await main();

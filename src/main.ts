@@ -3,6 +3,7 @@
 import "reflect-metadata";
 import { startApp } from "./app.js";
 import { loadSettings, SettingsError } from "./config/settings.js";
+import { UnavailableError } from "./domain/errors.js";
 
 async function main(): Promise<void> {
   const settings = loadSettings();
@@ -17,7 +18,10 @@ async function main(): Promise<void> {
     stopping = true;
     app.logger.info({ signal }, "shutting down");
     app.close().then(
-      () => process.exit(0),
+      () => {
+        app.logger.info("stopped");
+        process.exit(0);
+      },
       (error: unknown) => {
         app.logger.error({ err: error }, "shutdown failed");
         process.exit(1);
@@ -29,6 +33,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof SettingsError ? `floodgate: ${error.message}` : error);
+  // Known reasons not to start are told in one line; anything else with its stack.
+  console.error(error instanceof SettingsError || error instanceof UnavailableError ? `floodgate: ${error.message}` : error);
   process.exit(1);
 });

@@ -17,10 +17,22 @@ export interface Settings {
   redisKeyPrefix: string;
   /** Page pairs per rule that buckets are spread over (changing it forgets every counter). */
   redisPages: number;
+  /** Longest wait for any Redis call before the check is decided by failureMode. */
+  redisTimeoutMs: number;
+  /** Consecutive Redis failures that open the circuit breaker. */
+  breakerFailures: number;
+  /** How long an open breaker skips Redis before trying it again. */
+  breakerOpenMs: number;
+  /** Instances sharing each LOCAL rule's limit while Redis is unreachable. */
+  instances: number;
+  /** How often to try the rule database again after starting from the snapshot. */
+  ruleRetryMs: number;
   production: boolean;
   logLevel: string;
   introspection: boolean;
   maxBodyBytes: number;
+  /** How long shutdown waits for requests in flight before closing their connections. */
+  shutdownTimeoutMs: number;
 }
 
 export interface HostPort {
@@ -48,10 +60,16 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     redis: redisTopology(env),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "fg:",
     redisPages: integer(env, "REDIS_PAGES", 16384, 1, 1 << 20),
+    redisTimeoutMs: integer(env, "REDIS_TIMEOUT_MS", 50, 1, 60_000),
+    breakerFailures: integer(env, "REDIS_BREAKER_FAILURES", 3, 1, 1000),
+    breakerOpenMs: integer(env, "REDIS_BREAKER_OPEN_MS", 1000, 10, 600_000),
+    instances: integer(env, "INSTANCE_COUNT", 1, 1, 100_000),
+    ruleRetryMs: integer(env, "RULES_RETRY_MS", 2000, 10, 600_000),
     production,
     logLevel: env.LOG_LEVEL || "info",
     introspection: boolean(env, "INTROSPECTION", !production),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 1 << 20, 1024, 64 << 20),
+    shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
   };
 }
 

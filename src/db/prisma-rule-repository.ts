@@ -1,9 +1,14 @@
-/** Rules in Postgres (or PGlite) through Prisma. */
+/**
+ * Rules in Postgres (or PGlite) through Prisma. A database that cannot be
+ * reached fails every call with UnavailableError, which the API reports as
+ * SERVICE_UNAVAILABLE; each write is one statement, so nothing half-happens.
+ */
 
 import { ConflictError } from "../domain/errors.js";
 import type { RuleRepository } from "../domain/ports.js";
 import type { HttpMethod, Rule, RuleSpec } from "../domain/rule.js";
 import type { PrismaClient, Rule as RuleRow } from "./generated/client.js";
+import { unavailable } from "./unavailable.js";
 
 export class PrismaRuleRepository implements RuleRepository {
   constructor(
@@ -12,12 +17,20 @@ export class PrismaRuleRepository implements RuleRepository {
   ) {}
 
   async list(): Promise<Rule[]> {
-    return (await this.prisma.rule.findMany({ orderBy: [{ tenantId: "asc" }, { name: "asc" }] })).map(toRule);
+    try {
+      return (await this.prisma.rule.findMany({ orderBy: [{ tenantId: "asc" }, { name: "asc" }] })).map(toRule);
+    } catch (error) {
+      throw unavailable(error) ?? error;
+    }
   }
 
   async get(id: string): Promise<Rule | null> {
-    const row = await this.prisma.rule.findUnique({ where: { id } });
-    return row === null ? null : toRule(row);
+    try {
+      const row = await this.prisma.rule.findUnique({ where: { id } });
+      return row === null ? null : toRule(row);
+    } catch (error) {
+      throw unavailable(error) ?? error;
+    }
   }
 
   async create(id: string, spec: RuleSpec): Promise<Rule> {
@@ -25,7 +38,7 @@ export class PrismaRuleRepository implements RuleRepository {
     try {
       return toRule(await this.prisma.rule.create({ data: { ...spec, id, version: 1, createdAt: at, updatedAt: at } }));
     } catch (error) {
-      throw uniqueNameConflict(error, spec) ?? error;
+      throw uniqueNameConflict(error, spec) ?? unavailable(error) ?? error;
     }
   }
 
@@ -38,7 +51,7 @@ export class PrismaRuleRepository implements RuleRepository {
       return toRule(row);
     } catch (error) {
       if (isPrismaError(error, "P2025")) return null;
-      throw uniqueNameConflict(error, spec) ?? error;
+      throw uniqueNameConflict(error, spec) ?? unavailable(error) ?? error;
     }
   }
 
@@ -47,7 +60,7 @@ export class PrismaRuleRepository implements RuleRepository {
       return toRule(await this.prisma.rule.delete({ where: { id } }));
     } catch (error) {
       if (isPrismaError(error, "P2025")) return null;
-      throw error;
+      throw unavailable(error) ?? error;
     }
   }
 

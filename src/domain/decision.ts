@@ -21,6 +21,8 @@ export interface RuleResult {
 
 export interface Decision {
   allowed: boolean;
+  /** Decided without the counter store, by each rule's failureMode. */
+  degraded: boolean;
   /** The counter store's clock when it decided (Redis TIME with Redis). */
   decidedAt: Date;
   /** The rule that decided: on deny the longest wait, on allow the fewest remaining. */

@@ -5,7 +5,7 @@
 
 import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
 import type { RuleChange, ThrottleEvent } from "./events.js";
-import type { Rule, RuleSpec } from "./rule.js";
+import type { FailureMode, Rule, RuleSpec } from "./rule.js";
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -19,6 +19,8 @@ export interface BucketRef {
   ruleId: string;
   key: string;
   params: LimitParams;
+  /** How to decide this bucket when the store cannot be reached (default OPEN, as for rules). */
+  failureMode?: FailureMode;
 }
 
 /** One request against all the buckets that apply to it: decided atomically. */
@@ -34,12 +36,18 @@ export interface CounterReply {
   allowed: boolean;
   /** In the order of the call's buckets. */
   outcomes: BucketOutcome[];
+  /** Decided without the store, by each rule's failureMode. */
+  degraded?: boolean;
 }
 
 export interface CounterStore {
   /** A short name for logs and the start-up line: "redis", "memory". */
   readonly description: string;
-  /** Decides each call atomically; the calls are sent together and applied in order. */
+  /**
+   * Decides each call atomically; the calls are sent together and applied in
+   * order. A store that cannot decide (unreachable, too slow) throws: a refusal
+   * is a reply, a fault is an error, never the other way round.
+   */
   decide(calls: readonly CounterCall[]): Promise<CounterReply[]>;
   /** Forgets one bucket; true when there was something to forget. */
   reset(ruleId: string, key: string): Promise<boolean>;
@@ -56,6 +64,12 @@ export interface RuleRepository {
   /** Deletes the rule; returns it as it was, or null when it did not exist. */
   delete(id: string): Promise<Rule | null>;
   close(): Promise<void>;
+}
+
+/** A copy of the rules on local disk, so that the service can start while the rule database is down. */
+export interface RuleSnapshot {
+  read(): Promise<{ rules: Rule[]; savedAt: Date } | null>;
+  write(rules: readonly Rule[]): Promise<void>;
 }
 
 export type Unsubscribe = () => void;

@@ -23,7 +23,7 @@ interface Ranked {
   retryAfterMs: number | null;
 }
 
-const NO_RULE: Omit<Decision, "decidedAt"> = Object.freeze({
+const NO_RULE: Omit<Decision, "decidedAt" | "degraded"> = Object.freeze({
   allowed: true,
   rule: null,
   action: null,
@@ -51,7 +51,12 @@ export class Limiter {
       if (applicable.length === 0) return;
       const request = requests[i]!;
       calls.push({
-        buckets: applicable.map(({ compiled, key }) => ({ ruleId: compiled.rule.id, key, params: compiled.params })),
+        buckets: applicable.map(({ compiled, key }) => ({
+          ruleId: compiled.rule.id,
+          key,
+          params: compiled.params,
+          failureMode: compiled.rule.failureMode,
+        })),
         cost: request.cost,
         dryRun: request.dryRun,
       });
@@ -59,7 +64,7 @@ export class Limiter {
     const replies = calls.length === 0 ? [] : await this.store.decide(calls);
     let next = 0;
     return plans.map((applicable, i) => {
-      if (applicable.length === 0) return { ...NO_RULE, decidedAt: new Date(this.clock.now()) };
+      if (applicable.length === 0) return { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
       const decision = this.decision(applicable, replies[next++]!);
       if (!requests[i]!.dryRun) this.publishRefusals(requests[i]!, decision, replies[next - 1]!.nowMs);
       return decision;
@@ -101,6 +106,7 @@ export class Limiter {
     const retryAfter = allowed ? null : deciding.retryAfter;
     return {
       allowed,
+      degraded: reply.degraded ?? false,
       decidedAt: new Date(reply.nowMs),
       rule: deciding.rule,
       action: deciding.rule.action,

@@ -26,14 +26,6 @@ export class RuleService {
     private readonly clock: Clock,
   ) {}
 
-  /** Loads every rule from the repository into the rule book. */
-  async reload(): Promise<number> {
-    const since = this.book.mark();
-    const rules = await this.repository.list();
-    this.book.load(rules, since);
-    return rules.length;
-  }
-
   get(id: string): Rule | null {
     return this.book.get(id);
   }

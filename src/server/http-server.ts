@@ -22,6 +22,8 @@ export interface HttpServerOptions {
   logger: Logger;
   introspection: boolean;
   maxBodyBytes: number;
+  /** How long shutdown waits for requests in flight before closing their connections. */
+  shutdownTimeoutMs: number;
   /** Readiness: the body of GET /readyz, and whether it answers 200 or 503. */
   readiness: () => { ready: boolean; [detail: string]: unknown };
 }
@@ -45,7 +47,10 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
   });
   await apollo.start();
 
+  let closing = false;
   const server: Server = createServer((req, res) => {
+    // Once shutting down, every response ends its connection, so keep-alive cannot hold the shutdown open.
+    if (closing) res.shouldKeepAlive = false;
     route(req, res).catch((error: unknown) => {
       logger.error({ err: error }, "request failed");
       if (!res.headersSent) json(res, 500, { error: "internal server error" });
@@ -84,6 +89,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       body,
     };
     const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: async () => createContext(services) });
+    if (closing) res.shouldKeepAlive = false;
     res.statusCode = response.status ?? 200;
     for (const [name, value] of response.headers) res.setHeader(name, value);
     if (response.body.kind === "complete") {
@@ -106,12 +112,17 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
   return {
     url: `http://${shownHost}:${address.port}/graphql`,
     close: async () => {
+      // Stop accepting first; requests in flight finish, idle keep-alive connections close.
+      closing = true;
+      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
       await subscriptions.dispose();
-      sockets.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      const deadline = setTimeout(() => {
+        options.logger.warn({ timeoutMs: options.shutdownTimeoutMs }, "requests still running at the shutdown deadline: closing their connections");
+        server.closeAllConnections();
+      }, options.shutdownTimeoutMs);
+      await drained;
+      clearTimeout(deadline);
       await apollo.stop();
     },
   };

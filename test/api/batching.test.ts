@@ -213,7 +213,7 @@ describe("one round trip per operation (schema executed in-process)", () => {
     store = new CountingCounterStore(new MemoryCounterStore({ sweepIntervalMs: 0 }));
     const book = new RuleBook();
     const rules = new RuleService(new InMemoryRuleRepository(), book, store, events, systemClock);
-    await rules.reload();
+    book.load([]);
     services = { rules, limiter: new Limiter(book, store, events, systemClock), events };
     schema = await buildApiSchema(events);
   });

@@ -59,6 +59,7 @@ function ruleRepositoryCases(target: () => Promise<DatabaseTarget>): void {
 
   beforeEach(async () => {
     database = await openDatabase(await target());
+    await database.migrate();
     clock = new ManualClock(T0);
     repo = new PrismaRuleRepository(database.prisma, () => new Date(clock.now()));
   });

@@ -74,6 +74,11 @@ export class LimitDecisionType {
   @Field(() => Boolean, { description: "False when any rule that applies denies. Nothing is consumed from any rule then." })
   allowed!: boolean;
 
+  @Field(() => Boolean, {
+    description: "True when the counter store could not be reached and each rule decided by its failureMode (OPEN, CLOSED, LOCAL).",
+  })
+  degraded!: boolean;
+
   @Field(() => Date, { description: "When the decision was made, by the counter store's clock (Redis TIME with Redis)." })
   decidedAt!: Date;
 

@@ -68,10 +68,16 @@ export interface CombinedDecision {
  * never deny). Then each conforming rule counts it; a shadow rule that would
  * have refused counts nothing, exactly as if it were enforced alone. When the
  * request is denied nothing is counted anywhere, and every rule reports its
- * bucket as it stands.
+ * bucket as it stands. `refusedElsewhere` says that a rule decided outside
+ * these buckets already refuses the request.
  */
-export function combine(evaluations: readonly Pick<Evaluation, "verdict">[], actions: readonly Action[], dryRun: boolean): CombinedDecision {
-  const allowed = evaluations.every((e, i) => e.verdict.conforming || actions[i] === "LOG_ONLY");
+export function combine(
+  evaluations: readonly Pick<Evaluation, "verdict">[],
+  actions: readonly Action[],
+  dryRun: boolean,
+  refusedElsewhere = false,
+): CombinedDecision {
+  const allowed = !refusedElsewhere && evaluations.every((e, i) => e.verdict.conforming || actions[i] === "LOG_ONLY");
   const outcomes = evaluations.map(({ verdict }) => {
     const counted = allowed && verdict.conforming;
     const usage = counted ? verdict.ifAdmitted : verdict.current;

@@ -35,7 +35,12 @@ export class MemoryCounterStore implements CounterStore {
     return calls.map((call) => this.decideOne(call));
   }
 
-  decideOne(call: CounterCall): CounterReply {
+  /**
+   * Decides one call. With `refusedElsewhere`, a rule outside this store
+   * already refuses the request: its buckets are evaluated and reported as
+   * they stand, and nothing is counted.
+   */
+  decideOne(call: CounterCall, refusedElsewhere = false): CounterReply {
     const now = this.clock.now();
     const ids = call.buckets.map((b) => bucketId(b.ruleId, b.key));
     const evaluations = call.buckets.map((bucket, i) => evaluate(this.buckets.get(ids[i]!)?.state, now, bucket.params, call.cost));
@@ -43,6 +48,7 @@ export class MemoryCounterStore implements CounterStore {
       evaluations,
       call.buckets.map((b) => b.params.action),
       call.dryRun,
+      refusedElsewhere,
     );
     decided.consumes.forEach((consumes, i) => {
       if (!consumes) return;

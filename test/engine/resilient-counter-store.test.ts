@@ -1,0 +1,139 @@
+/**
+ * The failure modes, on a real Redis that the test kills and restarts. The
+ * breaker and the local counters run on a ManualClock, so nothing waits for
+ * the breaker; only Redis itself really dies.
+ */
+
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { LimitParams } from "../../src/domain/algorithms/index.js";
+import { UnavailableError } from "../../src/domain/errors.js";
+import type { BucketRef, CounterReply } from "../../src/domain/ports.js";
+import type { FailureMode } from "../../src/domain/rule.js";
+import { CircuitBreaker } from "../../src/engine/circuit-breaker.js";
+import { ResilientCounterStore } from "../../src/engine/resilient-counter-store.js";
+import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
+import { createRedisClient } from "../../src/store/redis/client.js";
+import { KeyLayout } from "../../src/store/redis/key-layout.js";
+import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
+import { ManualClock } from "../support/clock.js";
+import { startOwnRedis, type OwnRedis } from "../support/redis-server.js";
+
+const params = (limit: number): LimitParams => ({ algorithm: "FIXED_WINDOW", limit, windowMs: 60_000, capacity: limit, action: "REJECT" });
+const bucket = (ruleId: string, failureMode: FailureMode, limit = 10): BucketRef => ({ ruleId, key: "user:u1", params: params(limit), failureMode });
+
+describe("ResilientCounterStore on a Redis that dies", () => {
+  let redis: OwnRedis;
+  let client: Redis;
+  let clock: ManualClock;
+  let breaker: CircuitBreaker;
+  let store: ResilientCounterStore;
+
+  beforeAll(async () => {
+    redis = await startOwnRedis();
+    client = createRedisClient({ kind: "single", url: redis.url }, 50);
+    client.on("error", () => undefined);
+    await client.connect();
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await redis.stop();
+  });
+  beforeEach(async () => {
+    if (client.status !== "ready") {
+      await redis.restart();
+      await waitUntilReady(client);
+    }
+    await client.flushall();
+    clock = new ManualClock();
+    breaker = new CircuitBreaker({ failureThreshold: 3, openMs: 1000, clock });
+    store = new ResilientCounterStore({
+      primary: new RedisCounterStore(client, { layout: new KeyLayout("fg:", 16) }),
+      local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
+      breaker,
+      instances: 4,
+      timeoutMs: 50,
+      clock,
+    });
+  });
+
+  const check = async (buckets: BucketRef[], cost = 1): Promise<CounterReply> => (await store.decide([{ buckets, cost, dryRun: false }]))[0]!;
+
+  it("decides through Redis while it is up, not degraded", async () => {
+    const reply = await check([bucket("up", "CLOSED")]);
+    expect(reply.degraded).toBeUndefined();
+    expect(reply.allowed).toBe(true);
+    expect(await client.keys("fg:*")).not.toEqual([]);
+  });
+
+  it("decides each rule by its failure mode once Redis is gone, and says degraded", async () => {
+    await redis.kill();
+    const open = await check([bucket("open", "OPEN")]);
+    expect(open).toMatchObject({ allowed: true, degraded: true });
+    expect(open.outcomes[0]).toMatchObject({ conforming: true, remaining: 10 });
+
+    const closed = await check([bucket("closed", "CLOSED")]);
+    expect(closed).toMatchObject({ allowed: false, degraded: true });
+    expect(closed.outcomes[0]!.retryAfterMs).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("decides by failure mode when Redis answers too late, and counts that as a failure", async () => {
+    const admin = createRedisClient({ kind: "single", url: redis.url }, 1000);
+    await admin.connect();
+    await admin.call("CLIENT", "PAUSE", "300", "ALL");
+    const reply = await check([bucket("slow", "CLOSED")]);
+    await admin.call("CLIENT", "UNPAUSE");
+    admin.disconnect();
+    expect(reply).toMatchObject({ allowed: false, degraded: true });
+  });
+
+  it("gives a LOCAL rule this instance's share of the limit: limit divided by the instance count", async () => {
+    await redis.kill();
+    const local = bucket("local", "LOCAL", 10); // 4 instances: floor(10 / 4) = 2 here
+    const decisions: boolean[] = [];
+    for (let i = 0; i < 4; i++) decisions.push((await check([local])).allowed);
+    expect(decisions).toEqual([true, true, false, false]);
+  });
+
+  it("keeps the request all or nothing: a CLOSED refusal leaves the LOCAL counters untouched", async () => {
+    await redis.kill();
+    const local = bucket("local-mixed", "LOCAL", 8);
+    const refused = await check([local, bucket("closed-mixed", "CLOSED")]);
+    expect(refused.allowed).toBe(false);
+    expect(refused.outcomes[0]).toMatchObject({ conforming: true, remaining: 2 });
+    const alone = await check([local]);
+    expect(alone.outcomes[0]!.remaining).toBe(1); // the share is 2: the refused request took nothing
+  });
+
+  it("opens the breaker after consecutive failures, then skips Redis until its open time has passed", async () => {
+    await redis.kill();
+    for (let i = 0; i < 3; i++) await check([bucket("b", "OPEN")]);
+    expect(breaker.state).toBe("open");
+    await redis.restart();
+    await waitUntilReady(client);
+    expect((await check([bucket("b", "OPEN")])).degraded).toBe(true);
+    expect(await client.dbsize()).toBe(0);
+  });
+
+  it("returns to Redis by itself when it comes back, through a half-open trial", async () => {
+    await redis.kill();
+    for (let i = 0; i < 3; i++) await check([bucket("back", "CLOSED")]);
+    await redis.restart();
+    await waitUntilReady(client);
+    clock.advance(1000);
+    const reply = await check([bucket("back", "CLOSED")]);
+    expect(reply.degraded).toBeUndefined();
+    expect(reply.allowed).toBe(true);
+    expect(breaker.state).toBe("closed");
+  });
+
+  it("refuses to reset a bucket while Redis is gone, with a service-unavailable error", async () => {
+    await redis.kill();
+    await expect(store.reset("r", "user:u1")).rejects.toBeInstanceOf(UnavailableError);
+  });
+});
+
+async function waitUntilReady(client: Redis): Promise<void> {
+  for (let attempt = 0; attempt < 100 && client.status !== "ready"; attempt++) await new Promise((r) => setTimeout(r, 50));
+  if (client.status !== "ready") throw new Error(`Redis client still ${client.status}`);
+}
