@@ -12,11 +12,11 @@
 
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
+import { freePort } from "./redis-server.js";
 
 export interface HostPort {
   host: string;
@@ -88,7 +88,7 @@ class Processes {
 }
 
 export interface LocalRedisCluster {
-  /** Every node, masters first: seeds for a client. */
+  /** Every node: seeds for a client. */
   nodes: HostPort[];
   /** The master serving a slot now, by asking the cluster. */
   masterOf(slot: number): Promise<HostPort>;
@@ -225,23 +225,12 @@ async function clusterReady(ports: readonly number[], replicas: number): Promise
 async function sparePorts(count: number, offset: number): Promise<number[]> {
   const ports: number[] = [];
   while (ports.length < count) {
-    const port = await freePort(0);
+    const port = await freePort();
     if (ports.includes(port) || port + offset > 65_535) continue;
     if (offset > 0 && (await freePort(port + offset).catch(() => null)) === null) continue;
     ports.push(port);
   }
   return ports;
-}
-
-function freePort(port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(port, HOST, () => {
-      const { port: bound } = server.address() as net.AddressInfo;
-      server.close(() => resolve(bound));
-    });
-  });
 }
 
 async function redisCli(args: string[]): Promise<void> {

@@ -51,11 +51,12 @@ export async function startOwnRedis(): Promise<OwnRedis> {
   };
 }
 
-export function freePort(): Promise<number> {
+/** A free loopback port: any, or the one asked for (rejects when it is taken). */
+export function freePort(port = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
+    probe.listen(port, "127.0.0.1", () => {
       const { port } = probe.address() as { port: number };
       probe.close(() => resolve(port));
     });
