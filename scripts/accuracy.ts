@@ -46,7 +46,8 @@ const POISSON_USERS: Record<Algorithm, number> = short
   ? { SLIDING_WINDOW_COUNTER: 120, SLIDING_WINDOW_LOG: 20, FIXED_WINDOW: 20, TOKEN_BUCKET: 20, LEAKY_BUCKET: 20 }
   : { SLIDING_WINDOW_COUNTER: 320, SLIDING_WINDOW_LOG: 40, FIXED_WINDOW: 40, TOKEN_BUCKET: 40, LEAKY_BUCKET: 40 };
 
-const CHECK = `query Check($r: CheckLimitsInput!) { checkLimits(request: $r) { allowed decidedAt } }`;
+const TOKEN = `accuracy-${randomUUID()}`;
+const CHECK = `query Check($r: CheckLimitsInput!) { checkLimits(request: $r) { allowed degraded decidedAt } }`;
 const CREATE = `mutation Create($i: CreateRuleInput!) { createRule(input: $i) { id } }`;
 
 interface Sample extends Observed {
@@ -60,7 +61,17 @@ async function main(): Promise<void> {
   const database = await createScratchDatabase("accuracy");
   const prefix = `fgacc:${randomUUID().slice(0, 8)}:`;
   const app = await startApp(
-    loadSettings({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: "warn" }),
+    loadSettings({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATABASE_URL: database.url,
+      REDIS_URL,
+      REDIS_KEY_PREFIX: prefix,
+      ADMIN_TOKEN: TOKEN,
+      // The algorithms are under test, not failover: no check may fall back to its failure mode on a busy machine.
+      REDIS_TIMEOUT_MS: "5000",
+      LOG_LEVEL: "warn",
+    }),
     { logger: pino({ level: "warn" }) },
   );
   try {
@@ -111,8 +122,9 @@ async function runPhase(client: Client, phase: Phase): Promise<Sample[]> {
         ({ algorithm, user } = arrival);
       }
       const data = (await client.request(CHECK, { r: { tenantId: tenant(algorithm), userId: user } })) as {
-        checkLimits: { allowed: boolean; decidedAt: string };
+        checkLimits: { allowed: boolean; degraded: boolean; decidedAt: string };
       };
+      if (data.checkLimits.degraded) throw new Error("a check was decided without Redis: the run measures nothing");
       samples.push({ algorithm, user, allowed: data.checkLimits.allowed, atMs: Date.parse(data.checkLimits.decidedAt), seq: seq++ });
     }
   };
@@ -196,7 +208,7 @@ class Client {
   async request(query: string, variables: unknown): Promise<unknown> {
     const response = await fetch(this.url, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
       body: JSON.stringify({ query, variables }),
     });
     const body = (await response.json()) as { data?: unknown; errors?: unknown[] };

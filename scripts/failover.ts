@@ -24,6 +24,7 @@ const arg = (name: string, fallback: number) => {
 const SECONDS = arg("seconds", 15);
 const CALLERS = arg("callers", 16);
 const MODES = ["OPEN", "CLOSED", "LOCAL"] as const;
+const TOKEN = `failover-${process.pid}-${Date.now()}-token`;
 
 interface Sample {
   atMs: number;
@@ -40,7 +41,7 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "floodgate-failover-"));
   const port = await freePort();
   const service = spawn(process.execPath, ["dist/main.js"], {
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", REDIS_URL: redis.url, DATABASE_URL: database.url, DATA_DIR: dataDir, LOG_LEVEL: "error" },
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", REDIS_URL: redis.url, DATABASE_URL: database.url, DATA_DIR: dataDir, LOG_LEVEL: "error", ADMIN_TOKEN: TOKEN },
     stdio: ["ignore", "inherit", "inherit"],
   });
   const endpoint = `http://127.0.0.1:${port}/graphql`;
@@ -124,7 +125,11 @@ function report(samples: Sample[], killAt: number, restartAt: number, restartedA
 }
 
 async function gql(url: string, query: string, variables: unknown): Promise<unknown> {
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query, variables }) });
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ query, variables }),
+  });
   const body = (await response.json()) as { data?: unknown; errors?: unknown };
   if (body.errors) throw new Error(JSON.stringify(body.errors));
   return body.data;

@@ -3,27 +3,40 @@
  * wires them together. Everything else receives what it needs.
  */
 
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_BATCH } from "./api/resolvers/limit.resolver.js";
 import { buildApiSchema } from "./api/schema.js";
-import type { Settings } from "./config/settings.js";
-import { openDatabase } from "./db/database.js";
+import { resolveAdminToken } from "./config/admin-token.js";
+import { SettingsError, type Settings } from "./config/settings.js";
+import { openDatabase, type Database } from "./db/database.js";
+import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
-import { systemClock, type Clock, type CounterStore } from "./domain/ports.js";
+import { ConflictError } from "./domain/errors.js";
+import { systemClock, type Clock, type CounterStore, type EventBus } from "./domain/ports.js";
+import { ApiKeyService, BOOTSTRAP } from "./engine/api-key-service.js";
 import { CircuitBreaker } from "./engine/circuit-breaker.js";
+import { CoalescingEventBus } from "./engine/coalescing-event-bus.js";
 import { Limiter } from "./engine/limiter.js";
+import { MutationLimiter } from "./engine/mutation-limiter.js";
+import { OverLimitCache } from "./engine/over-limit-cache.js";
 import { CHECKS_PER_TIMEOUT, ResilientCounterStore } from "./engine/resilient-counter-store.js";
 import { RuleBook } from "./engine/rule-book.js";
-import { RuleLoader } from "./engine/rule-loader.js";
+import { describeProblem } from "./engine/rule-import.js";
 import { RuleService } from "./engine/rule-service.js";
+import { RuleSync } from "./engine/rule-sync.js";
+import { noTelemetry, type Telemetry } from "./engine/telemetry.js";
 import { startHttpServer } from "./server/http-server.js";
 import { createLogger, type Logger } from "./server/logger.js";
+import { PrometheusTelemetry } from "./server/metrics.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
-import { createRedisClient } from "./store/redis/client.js";
+import { createRedisClient, createSubscriber } from "./store/redis/client.js";
 import { KeyLayout } from "./store/redis/key-layout.js";
 import { RedisCounterStore } from "./store/redis/redis-counter-store.js";
+import { RedisEventBus } from "./store/redis/redis-event-bus.js";
 
 export interface App {
   url: string;
@@ -36,82 +49,142 @@ export interface App {
 export interface AppOptions {
   logger?: Logger;
   clock?: Clock;
+  /** Where lines for the person starting the service go (the generated admin token): stderr by default, never the log. */
+  announce?: (line: string) => void;
 }
+
+/** A RULES_FILE import that meets another instance importing the same file at the same moment tries again this many times. */
+const RULES_FILE_ATTEMPTS = 3;
 
 export async function startApp(settings: Settings, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(settings.logLevel);
-  const clock = options.clock ?? systemClock;
-  const closers: (() => Promise<void>)[] = [];
-  const close = async () => {
-    for (const closer of closers.reverse()) await closer().catch((error: unknown) => logger.warn({ err: error }, "error while closing"));
-  };
+  const announce = options.announce ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const closers = new Closers(logger);
   try {
-    const database = await openDatabase(
-      settings.databaseUrl
-        ? { kind: "postgres", url: settings.databaseUrl }
-        : { kind: "pglite", dataDir: settings.dataDir === null ? null : join(settings.dataDir, "pglite") },
-    );
-    closers.push(() => database.close());
-
-    const counters = await openCounterStore(settings, clock, logger);
-    closers.push(() => counters.store.close());
-
-    const events = new InProcessEventBus();
-    closers.push(() => events.close());
-
     const book = new RuleBook();
-    const repository = new PrismaRuleRepository(database.prisma);
-    const loader = new RuleLoader({
-      repository,
+    const telemetry = new PrometheusTelemetry({ ruleCount: () => book.size, rulesLoadedAt: () => book.lastLoadedAt });
+    const core = await openCore(settings, { logger, clock: options.clock ?? systemClock, closers, book, telemetry });
+    const sync = new RuleSync({
+      repository: core.repository,
       book,
-      events,
-      prepare: async () => {
-        const applied = await database.migrate();
-        if (applied.length > 0) logger.info({ migrations: applied }, "applied database migrations");
-      },
+      events: core.events,
+      prepare: () => migrate(core.database, logger),
       // Embedded storage lives on this disk already; only a remote database needs a local copy of its rules.
       snapshot: settings.databaseUrl && settings.dataDir ? new RuleSnapshotFile(join(settings.dataDir, "rules-snapshot.json")) : null,
+      reloadIntervalMs: settings.ruleReloadIntervalMs,
       retryMs: settings.ruleRetryMs,
       log: logger,
     });
-    await loader.start();
-    closers.push(() => loader.close());
-    logger.info({ rules: book.size, source: loader.source }, "rules loaded");
+    closers.add(() => sync.close());
+    await sync.start();
+    logger.info({ rules: book.size, source: sync.source }, "rules loaded");
+    if (settings.rulesFile !== null) await importRulesFile(core.rules, settings.rulesFile, logger);
 
-    const rules = new RuleService(repository, book, counters.store, events, clock);
-    const services = { rules, limiter: new Limiter(book, counters.store, events, clock), events };
+    const services = {
+      rules: core.rules,
+      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit: core.overLimit }),
+      keys: new ApiKeyService(new PrismaApiKeyRepository(core.database.prisma), {
+        adminToken: await resolveAdminToken(settings, announce),
+        clock: core.clock,
+        cacheMs: settings.apiKeyCacheMs,
+      }),
+      mutations: new MutationLimiter(core.counters, core.events, core.clock, settings.adminMutationsPerMinute),
+      events: core.events,
+    };
     const server = await startHttpServer(
       {
-        schema: await buildApiSchema(events),
+        schema: await buildApiSchema(core.events, telemetry),
         services,
         logger,
+        metrics: telemetry.registry,
         introspection: settings.introspection,
         maxBodyBytes: settings.maxBodyBytes,
+        maxQueryDepth: settings.maxQueryDepth,
+        maxQueryFields: settings.maxQueryFields,
         shutdownTimeoutMs: settings.shutdownTimeoutMs,
         readiness: () => ({
           ready: book.lastLoadedAt !== null,
-          rules: { count: book.size, source: loader.source, loadedAt: book.lastLoadedAt },
-          counters: { store: counters.store.description, breaker: counters.breaker?.state ?? null },
+          rules: { count: book.size, source: sync.source, loadedAt: book.lastLoadedAt },
+          counters: { store: core.counters.description, breaker: core.breaker?.state ?? null },
         }),
       },
       settings.port,
       settings.host,
     );
-    closers.push(() => server.close());
-    return { url: server.url, storage: { rules: database.description, counters: counters.store.description }, logger, close };
+    closers.add(() => server.close());
+    return { url: server.url, storage: { rules: core.database.description, counters: core.counters.description }, logger, close: () => closers.close() };
   } catch (error) {
-    await close();
+    await closers.close();
     throw error;
   }
 }
 
-async function openCounterStore(settings: Settings, clock: Clock, logger: Logger): Promise<{ store: CounterStore; breaker: CircuitBreaker | null }> {
+/**
+ * Rule administration without serving (`npm run rules` against the database):
+ * the same rule service, acting with every right (whoever holds the
+ * database's credentials has them anyway), whose changes reach running
+ * instances through Redis when one is configured, and otherwise at their next
+ * full reload.
+ */
+export async function openRuleAdministration(settings: Settings, logger: Logger): Promise<{ rules: RuleService; close(): Promise<void> }> {
+  const closers = new Closers(logger);
+  try {
+    const core = await openCore(settings, { logger, clock: systemClock, closers, book: new RuleBook(), telemetry: noTelemetry });
+    await migrate(core.database, logger);
+    return { rules: core.rules, close: () => closers.close() };
+  } catch (error) {
+    await closers.close();
+    throw error;
+  }
+}
+
+interface CoreOptions {
+  logger: Logger;
+  clock: Clock;
+  closers: Closers;
+  book: RuleBook;
+  telemetry: Telemetry;
+}
+
+/** Storage, counters, the event bus and the rule service: what serving and administration share. */
+async function openCore(settings: Settings, { logger, clock, closers, book, telemetry }: CoreOptions) {
+  const database = await openDatabase(
+    settings.databaseUrl
+      ? { kind: "postgres", url: settings.databaseUrl }
+      : { kind: "pglite", dataDir: settings.dataDir === null ? null : join(settings.dataDir, "pglite") },
+  );
+  closers.add(() => database.close());
+
+  const { store: counters, breaker } = await openCounterStore(settings, clock, logger, telemetry);
+  closers.add(() => counters.close());
+
+  const events = new CoalescingEventBus(await openEventBus(settings, logger), {
+    intervalMs: settings.eventIntervalMs,
+    maxKeys: settings.eventMaxKeys,
+  });
+  closers.add(() => events.close());
+
+  const repository = new PrismaRuleRepository(database.prisma);
+  const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
+  const rules = new RuleService(repository, book, counters, events, clock, overLimit);
+  return { database, counters, breaker, events, repository, rules, overLimit, clock };
+}
+
+async function migrate(database: Database, logger: Logger): Promise<void> {
+  const applied = await database.migrate();
+  if (applied.length > 0) logger.info({ migrations: applied }, "applied database migrations");
+}
+
+async function openCounterStore(
+  settings: Settings,
+  clock: Clock,
+  logger: Logger,
+  telemetry: Telemetry,
+): Promise<{ store: CounterStore; breaker: CircuitBreaker | null }> {
   if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), breaker: null };
   // The largest batch's deadline: no command may outlive the longest any caller waits for it.
   const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT));
-  // ioredis reconnects by itself; the breaker decides what checks do meanwhile, so connection errors are only worth a debug line.
-  client.on("error", (error: Error) => logger.debug({ err: error }, "Redis connection error"));
-  client.on("ready", () => logger.info("Redis connected"));
+  watchConnection(client, "counters", logger);
   try {
     await client.connect();
   } catch (error) {
@@ -121,7 +194,10 @@ async function openCounterStore(settings: Settings, clock: Clock, logger: Logger
     failureThreshold: settings.breakerFailures,
     openMs: settings.breakerOpenMs,
     clock,
-    onStateChange: (state) => logger.warn({ breaker: state }, `counter store circuit breaker ${state}`),
+    onStateChange: (state) => {
+      telemetry.breakerChanged(state);
+      logger.warn({ breaker: state }, `counter store circuit breaker ${state}`);
+    },
   });
   const store = new ResilientCounterStore({
     primary: new RedisCounterStore(client, {
@@ -134,6 +210,78 @@ async function openCounterStore(settings: Settings, clock: Clock, logger: Logger
     instances: settings.instances,
     timeoutMs: settings.redisTimeoutMs,
     clock,
+    telemetry,
   });
   return { store, breaker };
+}
+
+/**
+ * With Redis, instances sharing REDIS_KEY_PREFIX hear each other's events;
+ * without it, events stay in this process. A Redis that is down at start
+ * does not stop the start: publishing fails quietly meanwhile, and ioredis
+ * subscribes again by itself once it reconnects.
+ */
+async function openEventBus(settings: Settings, logger: Logger): Promise<EventBus> {
+  if (settings.redis === null) return new InProcessEventBus();
+  const publisher = createRedisClient(settings.redis, settings.redisTimeoutMs * 20);
+  const subscriber = createSubscriber(publisher);
+  watchConnection(publisher, "events", logger);
+  watchConnection(subscriber, "event subscriber", logger);
+  const instanceId = randomUUID();
+  const bus = new RedisEventBus(publisher, subscriber, {
+    prefix: settings.redisKeyPrefix,
+    instanceId,
+    onError: (error, what) => logger.debug({ err: error }, `event bus: ${what} failed`),
+  });
+  await publisher.connect().catch(() => undefined);
+  void bus.start().catch((error: unknown) => logger.warn({ err: error }, "event bus: subscribing failed"));
+  logger.info({ instanceId }, "listening for other instances' events on Redis");
+  return bus;
+}
+
+/** ioredis reconnects by itself; the breaker decides what checks do meanwhile, so connection errors are only worth a debug line. */
+function watchConnection(client: ReturnType<typeof createRedisClient>, role: string, logger: Logger): void {
+  client.on("error", (error: Error) => logger.debug({ err: error, role }, "Redis connection error"));
+  client.on("ready", () => logger.info({ role }, "Redis connected"));
+}
+
+async function importRulesFile(rules: RuleService, path: string, logger: Logger): Promise<void> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new SettingsError(`RULES_FILE ${path} cannot be read: ${(error as Error).message}`);
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // The operator's own file, named in the service's settings: applied with every right.
+      const report = await rules.importRules(BOOTSTRAP, text, { dryRun: false });
+      if (report.invalid.length > 0) {
+        const problems = report.invalid.map((problem) => `  ${describeProblem(path, problem)}`).join("\n");
+        throw new SettingsError(`RULES_FILE ${path} is invalid, so none of it was applied:\n${problems}`);
+      }
+      const counts = { created: report.created.length, updated: report.updated.length, unchanged: report.unchanged.length };
+      logger.info({ file: path, ...counts }, "RULES_FILE applied");
+      return;
+    } catch (error) {
+      if (!(error instanceof ConflictError) || attempt >= RULES_FILE_ATTEMPTS) throw error;
+    }
+  }
+}
+
+/** What to close on shutdown (or when a start fails half-way), in the reverse order of opening. */
+class Closers {
+  private readonly closers: (() => Promise<void>)[] = [];
+
+  constructor(private readonly logger: Logger) {}
+
+  add(closer: () => Promise<void>): void {
+    this.closers.push(closer);
+  }
+
+  async close(): Promise<void> {
+    for (const closer of this.closers.splice(0).reverse()) {
+      await closer().catch((error: unknown) => this.logger.warn({ err: error }, "error while closing"));
+    }
+  }
 }

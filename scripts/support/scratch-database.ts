@@ -6,6 +6,7 @@ export const POSTGRES_URL = process.env.DATABASE_URL ?? "postgresql://postgres@1
 
 export async function createScratchDatabase(purpose: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `floodgate_${purpose}_${process.pid}`;
+  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
   await admin(`CREATE DATABASE "${name}"`);
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;

@@ -6,12 +6,15 @@
  */
 
 import type { PubSub } from "type-graphql";
-import type { RuleChange, ThrottleEvent } from "../domain/events.js";
-import type { EventBus } from "../domain/ports.js";
+import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
+import type { EventBus, Unsubscribe } from "../domain/ports.js";
+import type { Telemetry } from "../engine/telemetry.js";
+import { subscriberTooSlow } from "./errors.js";
 import { eventStream } from "./event-stream.js";
 
 export const Topic = {
   THROTTLE_EVENTS: "THROTTLE_EVENTS",
+  NEAR_LIMIT_EVENTS: "NEAR_LIMIT_EVENTS",
   RULE_CHANGES: "RULE_CHANGES",
 } as const;
 
@@ -20,26 +23,36 @@ export interface EventFilter {
   ruleId?: string | null;
 }
 
-/** Events a slow subscriber may fall behind by before the oldest are dropped. */
+/** Events a slow subscriber may fall behind by before its subscription ends with SUBSCRIBER_TOO_SLOW. */
 export const SUBSCRIBER_BUFFER = 1000;
 
-export function eventBusPubSub(events: EventBus): PubSub {
+type Listen<T> = (listener: (event: T) => void) => Unsubscribe;
+
+export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
+  const filtered = <T extends { tenantId: string; ruleId: string }>(listen: Listen<T>, { tenantId, ruleId }: EventFilter = {}) => {
+    const wanted = (event: T) => (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId);
+    telemetry.subscriptionOpened();
+    return eventStream<T>((push) => listen((event) => wanted(event) && push(event)), {
+      capacity: SUBSCRIBER_BUFFER,
+      overflow: () => {
+        telemetry.eventsDropped(SUBSCRIBER_BUFFER + 1);
+        return subscriberTooSlow(SUBSCRIBER_BUFFER);
+      },
+      onClose: () => telemetry.subscriptionClosed(),
+    });
+  };
   return {
     publish(routingKey, payload) {
       if (routingKey === Topic.THROTTLE_EVENTS) events.publishThrottle(payload as ThrottleEvent);
+      else if (routingKey === Topic.NEAR_LIMIT_EVENTS) events.publishNearLimit(payload as NearLimitEvent);
       else if (routingKey === Topic.RULE_CHANGES) void events.publishRuleChange(payload as RuleChange);
       else throw new Error(`unknown topic ${routingKey}`);
     },
     subscribe(routingKey, filter) {
-      const { tenantId, ruleId } = (filter ?? {}) as EventFilter;
-      const wanted = (event: { tenantId: string; ruleId: string }) =>
-        (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId);
-      if (routingKey === Topic.THROTTLE_EVENTS) {
-        return eventStream<ThrottleEvent>((push) => events.onThrottle((e) => wanted(e) && push(e)), { capacity: SUBSCRIBER_BUFFER });
-      }
-      if (routingKey === Topic.RULE_CHANGES) {
-        return eventStream<RuleChange>((push) => events.onRuleChange((c) => wanted(c) && push(c)), { capacity: SUBSCRIBER_BUFFER });
-      }
+      const wanted = filter as EventFilter | undefined;
+      if (routingKey === Topic.THROTTLE_EVENTS) return filtered<ThrottleEvent>((l) => events.onThrottle(l), wanted);
+      if (routingKey === Topic.NEAR_LIMIT_EVENTS) return filtered<NearLimitEvent>((l) => events.onNearLimit(l), wanted);
+      if (routingKey === Topic.RULE_CHANGES) return filtered<RuleChange>((l) => events.onRuleChange(l), wanted);
       throw new Error(`unknown topic ${routingKey}`);
     },
   };

@@ -3,17 +3,20 @@ import { DateTimeResolver } from "graphql-scalars";
 import type { GraphQLSchema } from "graphql";
 import { buildSchema } from "type-graphql";
 import type { EventBus } from "../domain/ports.js";
+import { noTelemetry, type Telemetry } from "../engine/telemetry.js";
 import { eventBusPubSub } from "./event-pubsub.js";
+import { ApiKeyResolver } from "./resolvers/api-key.resolver.js";
 import { EventResolver } from "./resolvers/event.resolver.js";
 import { LimitResolver } from "./resolvers/limit.resolver.js";
 import { RuleResolver } from "./resolvers/rule.resolver.js";
+import { RulesFileResolver } from "./resolvers/rules-file.resolver.js";
 
 /** The API's schema, built from the type-graphql classes; schema.graphql at the root is this, printed. */
-export function buildApiSchema(events: EventBus): Promise<GraphQLSchema> {
+export function buildApiSchema(events: EventBus, telemetry: Telemetry = noTelemetry): Promise<GraphQLSchema> {
   return buildSchema({
-    resolvers: [RuleResolver, LimitResolver, EventResolver],
+    resolvers: [RuleResolver, RulesFileResolver, LimitResolver, ApiKeyResolver, EventResolver],
     scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
-    pubSub: eventBusPubSub(events),
+    pubSub: eventBusPubSub(events, telemetry),
     // Inputs are validated by the domain, with messages that name the field.
     validate: false,
   });

@@ -27,12 +27,32 @@ export interface Settings {
   instances: number;
   /** How often to try the rule database again after starting from the snapshot. */
   ruleRetryMs: number;
+  /** A bootstrap token with every right; null: none (embedded mode generates one, see admin-token.ts). */
+  adminToken: string | null;
+  /** How long a looked-up API key is remembered (how long a revocation takes to reach other instances). */
+  apiKeyCacheMs: number;
+  /** Rule and key changes one API key may make per minute (Floodgate limits its own admin API). */
+  adminMutationsPerMinute: number;
+  /** How often every rule is reloaded from the database, the safety net under pushed rule changes. */
+  ruleReloadIntervalMs: number;
+  /** A rules file (YAML) imported on start; null: none. */
+  rulesFile: string | null;
+  /** Throttle and near-limit events are coalesced per rule, bucket and shadow over this interval. */
+  eventIntervalMs: number;
+  /** Buckets coalesced one by one per interval; events of further buckets are gathered per rule. */
+  eventMaxKeys: number;
   production: boolean;
   logLevel: string;
   introspection: boolean;
   maxBodyBytes: number;
+  /** Deepest nesting a GraphQL document may have. */
+  maxQueryDepth: number;
+  /** Most field selections a GraphQL document may make in all. */
+  maxQueryFields: number;
   /** How long shutdown waits for requests in flight before closing their connections. */
   shutdownTimeoutMs: number;
+  /** Buckets the over-limit cache remembers at most; 0 turns it off. */
+  overLimitCacheSize: number;
 }
 
 export interface HostPort {
@@ -65,11 +85,21 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     breakerOpenMs: integer(env, "REDIS_BREAKER_OPEN_MS", 1000, 10, 600_000),
     instances: integer(env, "INSTANCE_COUNT", 1, 1, 100_000),
     ruleRetryMs: integer(env, "RULES_RETRY_MS", 2000, 10, 600_000),
+    adminToken: secret(env, "ADMIN_TOKEN"),
+    apiKeyCacheMs: integer(env, "API_KEY_CACHE_MS", 5000, 0, 600_000),
+    adminMutationsPerMinute: integer(env, "ADMIN_MUTATIONS_PER_MINUTE", 300, 1, 1_000_000),
+    ruleReloadIntervalMs: integer(env, "RULE_RELOAD_SECONDS", 30, 1, 86400) * 1000,
+    rulesFile: env.RULES_FILE ? resolve(env.RULES_FILE) : null,
+    eventIntervalMs: integer(env, "EVENT_INTERVAL_MS", 1000, 10, 60_000),
+    eventMaxKeys: integer(env, "EVENT_MAX_KEYS", 10_000, 1, 1_000_000),
     production,
     logLevel: env.LOG_LEVEL || "info",
     introspection: boolean(env, "INTROSPECTION", !production),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 1 << 20, 1024, 64 << 20),
+    maxQueryDepth: integer(env, "MAX_QUERY_DEPTH", 12, 2, 100),
+    maxQueryFields: integer(env, "MAX_QUERY_FIELDS", 5000, 10, 1_000_000),
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    overLimitCacheSize: integer(env, "OVER_LIMIT_CACHE_SIZE", 100_000, 0, 10_000_000),
   };
 }
 
@@ -110,6 +140,13 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new SettingsError(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(raw)})`);
   }
   return value;
+}
+
+function secret(env: NodeJS.ProcessEnv, name: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return null;
+  if (raw.length < 16 || /\s/.test(raw)) throw new SettingsError(`${name} must be at least 16 characters, without spaces`);
+  return raw;
 }
 
 function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {

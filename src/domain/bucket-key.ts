@@ -60,6 +60,11 @@ export function compileBucketKey(rule: { tenantId: string; scope: readonly Dimen
   };
 }
 
+/** One string naming a bucket, for maps. Rule ids never contain a newline, so the two parts cannot run into each other. */
+export function bucketId(ruleId: string, key: string): string {
+  return `${ruleId}\n${key}`;
+}
+
 /** The fingerprint of a caller: sha256 over ip, user agent and API key, each length-prefixed. */
 export function clientFingerprint(request: Pick<CheckRequest, "ip" | "userAgent" | "apiKey">): string {
   const hash = createHash("sha256");

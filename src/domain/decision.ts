@@ -5,6 +5,14 @@ export interface HttpHeader {
   value: string;
 }
 
+/**
+ * Who decided: the counter store, or this instance's over-limit cache, which
+ * refuses a request whose bucket it already knows to be over its limit
+ * without asking the store (see engine/over-limit-cache.ts).
+ */
+export const DECISION_SOURCES = ["COUNTER_STORE", "OVER_LIMIT_CACHE"] as const;
+export type DecisionSource = (typeof DECISION_SOURCES)[number];
+
 /** One rule's verdict on one request. */
 export interface RuleResult {
   rule: Rule;
@@ -17,14 +25,24 @@ export interface RuleResult {
   /** Whole seconds until a request like this one would be admitted; null when admitted. */
   retryAfter: number | null;
   delayMs: number;
+  /**
+   * False when the bucket was not read: the over-limit cache refused the
+   * request on another rule's account. allowed, remaining and resetAt then
+   * stand for "not counted against": true, the limit, and the decision's time.
+   */
+  consulted: boolean;
+  /** The rule admits the request and its bucket has under a tenth of the limit left: see isNearLimit. */
+  nearLimit: boolean;
 }
 
 export interface Decision {
   allowed: boolean;
   /** Decided without the counter store, by each rule's failureMode. */
   degraded: boolean;
-  /** The counter store's clock when it decided (Redis TIME with Redis). */
+  /** The counter store's clock when it decided (Redis TIME with Redis); this instance's clock when the over-limit cache or a failure mode did. */
   decidedAt: Date;
+  /** Null when no rule applies. */
+  source: DecisionSource | null;
   /** The rule that decided: on deny the longest wait, on allow the fewest remaining. */
   rule: Rule | null;
   action: Action | null;
@@ -33,6 +51,17 @@ export interface Decision {
   resetAt: Date | null;
   retryAfter: number | null;
   delayMs: number | null;
+  /** The request went through, but an enforcing rule's bucket is nearly spent (shadow rules, as in the headers, do not count). */
+  nearLimit: boolean;
   results: RuleResult[];
   headers: HttpHeader[];
+}
+
+/**
+ * Envoy's near_limit: the rule admits the request, and its bucket has under
+ * 10% of its limit left (limit 100: remaining 9 or fewer; limit 5: remaining
+ * 0). A rule that refuses is over its limit, not near it.
+ */
+export function isNearLimit(conforming: boolean, remaining: number, limit: number): boolean {
+  return conforming && remaining * 10 < limit;
 }

@@ -35,3 +35,30 @@ export class UnavailableError extends Error {
     this.name = "UnavailableError";
   }
 }
+
+/** The caller did not say who it is, or said it wrongly. */
+export class UnauthenticatedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UnauthenticatedError";
+  }
+}
+
+/** The caller is known and may not do this. */
+export class ForbiddenError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ForbiddenError";
+  }
+}
+
+/** The caller has made too many requests of this kind (Floodgate limits its own admin API). */
+export class RateLimitedError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfter: number,
+  ) {
+    super(message);
+    this.name = "RateLimitedError";
+  }
+}

@@ -1,6 +1,7 @@
 import type { Action, Rule } from "./rule.js";
 
-export interface ThrottleEvent {
+/** What throttle and near-limit events say alike: which rule, which bucket, which request, and how many it stands for. */
+export interface LimitEvent {
   at: Date;
   tenantId: string;
   ruleId: string;
@@ -10,14 +11,26 @@ export interface ThrottleEvent {
   method: string | null;
   action: Action;
   limit: number;
-  retryAfter: number | null;
-  /** A LOG_ONLY rule would have refused; the request went through. */
+  /** The rule is LOG_ONLY: a refusal it reports let the request through all the same. */
   shadow: boolean;
-  /** How many refusals this event stands for. */
+  /** How many requests this event stands for (events are coalesced under a flood). */
   count: number;
 }
 
+/** Refusals (or, for LOG_ONLY rules, refusals that would have happened), as dashboards see them. */
+export interface ThrottleEvent extends LimitEvent {
+  retryAfter: number | null;
+}
+
+/** Admitted requests that left their bucket with under a tenth of its limit (see isNearLimit). */
+export interface NearLimitEvent extends LimitEvent {
+  /** What the bucket had left after the last request this event stands for. */
+  remaining: number;
+}
+
 export type RuleChangeKind = "CREATED" | "UPDATED" | "DELETED";
+
+export const RULE_CHANGE_KINDS: readonly RuleChangeKind[] = ["CREATED", "UPDATED", "DELETED"];
 
 export interface RuleChange {
   kind: RuleChangeKind;

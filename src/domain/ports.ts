@@ -4,7 +4,9 @@
  */
 
 import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
-import type { RuleChange, ThrottleEvent } from "./events.js";
+import type { Role } from "./access.js";
+import type { NearLimitEvent, RuleChange, ThrottleEvent } from "./events.js";
+import type { ChangeOrigin, RuleRevision } from "./revision.js";
 import type { FailureMode, Rule, RuleSpec } from "./rule.js";
 
 export interface Clock {
@@ -54,16 +56,49 @@ export interface CounterStore {
   close(): Promise<void>;
 }
 
+/** One write of a batch that is applied all together or not at all. */
+export type RuleWrite = { kind: "create"; id: string; spec: RuleSpec } | { kind: "update"; id: string; spec: RuleSpec; version: number };
+
+/** Rules and their history. Every write records its revision in the same transaction. */
 export interface RuleRepository {
   list(): Promise<Rule[]>;
   get(id: string): Promise<Rule | null>;
   /** Fails with ConflictError when the tenant already has a rule of that name. */
-  create(id: string, spec: RuleSpec): Promise<Rule>;
+  create(id: string, spec: RuleSpec, origin?: ChangeOrigin): Promise<Rule>;
   /** Writes the rule if its version is still `version`; null when it is not (or the rule is gone). */
-  update(id: string, spec: RuleSpec, version: number): Promise<Rule | null>;
-  /** Deletes the rule; returns it as it was, or null when it did not exist. */
-  delete(id: string): Promise<Rule | null>;
+  update(id: string, spec: RuleSpec, version: number, origin?: ChangeOrigin): Promise<Rule | null>;
+  /** Deletes the rule (its history stays); returns it as it was, or null when it did not exist. */
+  delete(id: string, origin?: ChangeOrigin): Promise<Rule | null>;
+  /**
+   * Applies every write in one transaction, or none: fails with ConflictError
+   * when an updated rule is no longer at its version or a created rule's name
+   * has been taken meanwhile. Returns the written rules in the writes' order.
+   */
+  writeAll(writes: readonly RuleWrite[], origin?: ChangeOrigin): Promise<Rule[]>;
+  /** Every revision of the rule, oldest first; empty when the id never existed. */
+  history(id: string): Promise<RuleRevision[]>;
   close(): Promise<void>;
+}
+
+export interface ApiKey {
+  id: string;
+  tenantId: string;
+  role: Role;
+  name: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+  /** The key that created this one ("bootstrap" for ADMIN_TOKEN). */
+  createdBy: string;
+}
+
+export interface ApiKeyRepository {
+  create(key: ApiKey, secretHash: string): Promise<ApiKey>;
+  get(id: string): Promise<ApiKey | null>;
+  findBySecretHash(secretHash: string): Promise<ApiKey | null>;
+  /** Every key of a tenant, or of every tenant for null; newest first. */
+  list(tenantId: string | null): Promise<ApiKey[]>;
+  /** Marks the key revoked (once); returns it, or null when there is no such key. */
+  revoke(id: string, at: Date): Promise<ApiKey | null>;
 }
 
 /** A copy of the rules on local disk, so that the service can start while the rule database is down. */
@@ -74,11 +109,17 @@ export interface RuleSnapshot {
 
 export type Unsubscribe = () => void;
 
-/** Live events: rule changes (to keep every instance's rule cache current) and throttle events (for dashboards). */
+/**
+ * Live events: rule changes (to keep every instance's rule book current),
+ * throttle and near-limit events (for dashboards). Every instance's listeners
+ * hear what any instance publishes, its own events included.
+ */
 export interface EventBus {
   publishRuleChange(change: RuleChange): Promise<void>;
   publishThrottle(event: ThrottleEvent): void;
+  publishNearLimit(event: NearLimitEvent): void;
   onRuleChange(listener: (change: RuleChange) => void): Unsubscribe;
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe;
+  onNearLimit(listener: (event: NearLimitEvent) => void): Unsubscribe;
   close(): Promise<void>;
 }

@@ -6,8 +6,9 @@
 
 import { MAX_EXACT } from "./algorithms/index.js";
 import { ValidationError } from "./errors.js";
+import { bool, integer, oneOf, text } from "./validation.js";
 import { compileGlob } from "./glob.js";
-import { hasControlCharacters, httpMethod, LIMITS } from "./request.js";
+import { httpMethod, LIMITS } from "./request.js";
 import {
   ACTIONS,
   ALGORITHMS,
@@ -35,14 +36,22 @@ const NULLABLE = new Set<keyof RuleSpec>(["resource", "method", "burst"]);
 /** Rule input as it arrives: any field may be missing (defaults apply) or of the wrong kind. */
 export type RuleInput = { [K in keyof RuleSpec]?: unknown };
 
+/** A validated value, or every problem found in the input (the YAML import reports them all at once). */
+export type Checked<T> = { ok: true; value: T } | { ok: false; errors: ValidationError[] };
+
 export function validateNewRule(input: RuleInput, prefix = "input"): RuleSpec {
+  return orThrowFirst(checkNewRule(input, prefix));
+}
+
+/** validateNewRule's checks, collecting every failing field instead of stopping at the first. */
+export function checkNewRule(input: RuleInput, prefix = "input"): Checked<RuleSpec> {
   const withDefaults: RuleInput = { ...RULE_DEFAULTS };
   for (const [field, value] of Object.entries(input) as [keyof RuleSpec, unknown][]) {
     // A null where the contract has a non-null default means "not given", as an absent field does.
     const useDefault = value === undefined || (value === null && defaultOf(field) !== null && defaultOf(field) !== undefined);
     if (!useDefault) withDefaults[field] = value;
   }
-  return validateRuleSpec(withDefaults, prefix);
+  return checkRuleSpec(withDefaults, prefix);
 }
 
 function defaultOf(field: keyof RuleSpec): unknown {
@@ -62,7 +71,7 @@ export function validateRuleChange(current: Rule, change: RuleInput, prefix = "i
     }
     merged[field] = value;
   }
-  return validateRuleSpec(merged, prefix);
+  return orThrowFirst(checkRuleSpec(merged, prefix));
 }
 
 export function specOf(rule: Rule): RuleSpec {
@@ -70,24 +79,52 @@ export function specOf(rule: Rule): RuleSpec {
   return spec;
 }
 
-function validateRuleSpec(input: RuleInput, prefix: string): RuleSpec {
+/** Whether two validated specs describe the same rule (a change to it would change nothing). */
+export function sameSpec(a: RuleSpec, b: RuleSpec): boolean {
+  return (Object.keys(a) as (keyof RuleSpec)[]).every((field) =>
+    Array.isArray(a[field]) ? JSON.stringify(a[field]) === JSON.stringify(b[field]) : a[field] === b[field],
+  );
+}
+
+function orThrowFirst<T>(checked: Checked<T>): T {
+  if (!checked.ok) throw checked.errors[0]!;
+  return checked.value;
+}
+
+function checkRuleSpec(input: RuleInput, prefix: string): Checked<RuleSpec> {
+  const errors: ValidationError[] = [];
+  const collect = <T>(check: () => T): T => {
+    try {
+      return check();
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      errors.push(error);
+      return undefined as T;
+    }
+  };
   const f = (name: keyof RuleSpec) => `${prefix}.${name}`;
   const spec: RuleSpec = {
-    tenantId: text(input.tenantId, f("tenantId"), LIMITS.tenantId),
-    name: text(input.name, f("name"), RULE_BOUNDS.name),
-    scope: scope(input.scope, f("scope")),
-    resource: resource(input.resource, f("resource")),
-    method: method(input.method, f("method")),
-    algorithm: oneOf(input.algorithm, ALGORITHMS, f("algorithm")),
-    limit: integer(input.limit, f("limit"), 1, RULE_BOUNDS.maxLimit),
-    window: integer(input.window, f("window"), 1, 2 ** 31 - 1),
-    windowUnit: oneOf(input.windowUnit, WINDOW_UNITS, f("windowUnit")),
-    burst: input.burst === null || input.burst === undefined ? null : integer(input.burst, f("burst"), 1, RULE_BOUNDS.maxLimit),
-    action: oneOf(input.action, ACTIONS, f("action")),
-    failureMode: oneOf(input.failureMode, FAILURE_MODES, f("failureMode")),
-    priority: integer(input.priority, f("priority"), -(2 ** 31), 2 ** 31 - 1),
-    enabled: bool(input.enabled, f("enabled")),
+    tenantId: collect(() => text(input.tenantId, f("tenantId"), LIMITS.tenantId)),
+    name: collect(() => text(input.name, f("name"), RULE_BOUNDS.name)),
+    scope: collect(() => scope(input.scope, f("scope"))),
+    resource: collect(() => resource(input.resource, f("resource"))),
+    method: collect(() => method(input.method, f("method"))),
+    algorithm: collect(() => oneOf(input.algorithm, ALGORITHMS, f("algorithm"))),
+    limit: collect(() => integer(input.limit, f("limit"), 1, RULE_BOUNDS.maxLimit)),
+    window: collect(() => integer(input.window, f("window"), 1, 2 ** 31 - 1)),
+    windowUnit: collect(() => oneOf(input.windowUnit, WINDOW_UNITS, f("windowUnit"))),
+    burst: collect(() => (input.burst === null || input.burst === undefined ? null : integer(input.burst, f("burst"), 1, RULE_BOUNDS.maxLimit))),
+    action: collect(() => oneOf(input.action, ACTIONS, f("action"))),
+    failureMode: collect(() => oneOf(input.failureMode, FAILURE_MODES, f("failureMode"))),
+    priority: collect(() => integer(input.priority, f("priority"), -(2 ** 31), 2 ** 31 - 1)),
+    enabled: collect(() => bool(input.enabled, f("enabled"))),
   };
+  // The checks across fields need every field they read to be valid.
+  if (errors.length === 0) collect(() => checkAcrossFields(spec, f));
+  return errors.length === 0 ? { ok: true, value: spec } : { ok: false, errors };
+}
+
+function checkAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) => string): void {
   const seconds = windowSecondsOf(spec.window, spec.windowUnit);
   if (seconds > RULE_BOUNDS.maxWindowSeconds) {
     throw new ValidationError(f("window"), `must be at most 366 days (got ${spec.window} ${spec.windowUnit.toLowerCase()})`);
@@ -107,37 +144,6 @@ function validateRuleSpec(input: RuleInput, prefix: string): RuleSpec {
       );
     }
   }
-  return spec;
-}
-
-function text(value: unknown, field: string, max: number): string {
-  if (typeof value !== "string") throw new ValidationError(field, value === null || value === undefined ? "is required" : "must be a string");
-  if (value.trim().length === 0) throw new ValidationError(field, "must not be empty");
-  if (value.length > max) throw new ValidationError(field, `must be at most ${max} characters (got ${value.length})`);
-  if (hasControlCharacters(value)) throw new ValidationError(field, "must not contain control characters");
-  return value;
-}
-
-function integer(value: unknown, field: string, min: number, max: number): number {
-  if (typeof value !== "number" || !Number.isInteger(value)) {
-    const got = typeof value === "number" ? String(value) : JSON.stringify(value);
-    throw new ValidationError(field, value === null || value === undefined ? "is required" : `must be an integer (got ${got})`);
-  }
-  if (value < min) throw new ValidationError(field, `must be at least ${min} (got ${value})`);
-  if (value > max) throw new ValidationError(field, `must be at most ${max} (got ${value})`);
-  return value;
-}
-
-function bool(value: unknown, field: string): boolean {
-  if (typeof value !== "boolean") throw new ValidationError(field, "must be true or false");
-  return value;
-}
-
-function oneOf<T extends string>(value: unknown, allowed: readonly T[], field: string): T {
-  if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
-    throw new ValidationError(field, `must be one of ${allowed.join(", ")} (got ${JSON.stringify(value)})`);
-  }
-  return value as T;
 }
 
 function scope(value: unknown, field: string): RuleSpec["scope"] {

@@ -17,10 +17,14 @@ export interface CompiledRule {
   readonly windowSeconds: number;
   /** The rule's name as a structured-field string, for RateLimit-Policy and RateLimit. */
   readonly policyName: string;
+  /** The rule's item of the RateLimit-Policy header, e.g. "per-user";q=5;w=60. */
+  readonly policyItem: string;
 }
 
 export function compileRule(rule: Rule): CompiledRule {
   const windowSeconds = windowSecondsOf(rule.window, rule.windowUnit);
+  const policyName = structuredFieldString(rule.name);
+  const capacity = capacityOf(rule);
   return {
     rule,
     glob: rule.resource === null ? null : compileGlob(rule.resource),
@@ -29,11 +33,12 @@ export function compileRule(rule: Rule): CompiledRule {
       algorithm: rule.algorithm,
       limit: rule.limit,
       windowMs: windowSeconds * 1000,
-      capacity: capacityOf(rule),
+      capacity,
       action: rule.action,
     },
     windowSeconds,
-    policyName: structuredFieldString(rule.name),
+    policyName,
+    policyItem: `${policyName};q=${capacity};w=${windowSeconds}`,
   };
 }
 

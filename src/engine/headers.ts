@@ -32,7 +32,7 @@ export function rateLimitHeaders({ allowed, nowMs, retryAfter, enforcing }: Head
   headers.push(
     {
       name: "RateLimit-Policy",
-      value: enforcing.map(({ result: r, compiled: c }) => `${c.policyName};q=${r.limit};w=${c.windowSeconds}`).join(", "),
+      value: enforcing.map(({ compiled }) => compiled.policyItem).join(", "),
     },
     {
       name: "RateLimit",

@@ -2,15 +2,29 @@
  * The decision: for each request, find the rules that apply, send them to the
  * counter store as one atomic call, and turn the store's outcomes into a
  * Decision with its most restrictive rule, every rule's result and the
- * headers. Denials (and shadow denials) are published as throttle events.
+ * headers. Denials (and shadow denials) are published as throttle events,
+ * admissions that leave a bucket nearly spent as near-limit events.
+ * A request with a bucket the over-limit cache knows to be over its limit is
+ * refused here, without the store.
  */
 
-import type { Decision, RuleResult } from "../domain/decision.js";
-import type { Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
+import { authorize, type Principal } from "../domain/access.js";
+import type { BucketOutcome } from "../domain/algorithms/index.js";
+import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../domain/decision.js";
+import type { LimitEvent } from "../domain/events.js";
+import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
 import { rateLimitHeaders, secondsUntil } from "./headers.js";
+import type { OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
+import { noTelemetry, type Telemetry } from "./telemetry.js";
+
+export interface LimiterOptions {
+  telemetry?: Telemetry;
+  /** Absent: every request goes to the store. */
+  overLimit?: OverLimitCache;
+}
 
 interface Applicable {
   compiled: CompiledRule;
@@ -23,8 +37,15 @@ interface Ranked {
   retryAfterMs: number | null;
 }
 
+/** One request's way to its decision: no rule applies, the over-limit cache refuses it, or the store decides. */
+type Plan =
+  | { kind: "no-rule" }
+  | { kind: "refused-locally"; applicable: Applicable[]; reply: CounterReply; consulted: boolean[] }
+  | { kind: "store"; applicable: Applicable[]; call: number };
+
 const NO_RULE: Omit<Decision, "decidedAt" | "degraded"> = Object.freeze({
   allowed: true,
+  source: null,
   rule: null,
   action: null,
   limit: null,
@@ -32,6 +53,7 @@ const NO_RULE: Omit<Decision, "decidedAt" | "degraded"> = Object.freeze({
   resetAt: null,
   retryAfter: null,
   delayMs: null,
+  nearLimit: false,
   results: [],
   headers: [],
 });
@@ -42,33 +64,77 @@ export class Limiter {
     private readonly store: CounterStore,
     private readonly events: EventBus,
     private readonly clock: Clock,
+    private readonly options: LimiterOptions = {},
   ) {}
 
-  async check(requests: readonly CheckRequest[]): Promise<Decision[]> {
-    const plans = requests.map((request) => this.applicable(request));
+  /** Decides each request; all are authorized first, so a forbidden one fails the lot before anything is counted. */
+  async check(principal: Principal, requests: readonly CheckRequest[]): Promise<Decision[]> {
+    for (const request of requests) authorize(principal, "checkLimits", request.tenantId);
+    const started = performance.now();
+    const sentAtMs = this.clock.now();
     const calls: CounterCall[] = [];
-    plans.forEach((applicable, i) => {
-      if (applicable.length === 0) return;
-      const request = requests[i]!;
-      calls.push({
-        buckets: applicable.map(({ compiled, key }) => ({
-          ruleId: compiled.rule.id,
-          key,
-          params: compiled.params,
-          failureMode: compiled.rule.failureMode,
-        })),
-        cost: request.cost,
-        dryRun: request.dryRun,
-      });
+    const plans = requests.map((request): Plan => {
+      const applicable = this.applicable(request);
+      if (applicable.length === 0) return { kind: "no-rule" };
+      const buckets = applicable.map(
+        ({ compiled, key }): BucketRef => ({ ruleId: compiled.rule.id, key, params: compiled.params, failureMode: compiled.rule.failureMode }),
+      );
+      const local = this.refusedLocally(buckets, request.cost, sentAtMs);
+      if (local !== null) return { kind: "refused-locally", applicable, ...local };
+      calls.push({ buckets, cost: request.cost, dryRun: request.dryRun });
+      return { kind: "store", applicable, call: calls.length - 1 };
     });
     const replies = calls.length === 0 ? [] : await this.store.decide(calls);
-    let next = 0;
-    return plans.map((applicable, i) => {
-      if (applicable.length === 0) return { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
-      const decision = this.decision(applicable, replies[next++]!);
-      if (!requests[i]!.dryRun) this.publishRefusals(requests[i]!, decision, replies[next - 1]!.nowMs);
+    const decisions = plans.map((plan, i) => {
+      if (plan.kind === "no-rule") return { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
+      const request = requests[i]!;
+      let decision: Decision;
+      if (plan.kind === "refused-locally") {
+        decision = this.decision(plan.applicable, plan.reply, "OVER_LIMIT_CACHE", plan.consulted);
+      } else {
+        const reply = replies[plan.call]!;
+        // A degraded reply is a failure mode's answer, not the store's knowledge: never remembered.
+        if (!reply.degraded) this.learn(calls[plan.call]!, reply, sentAtMs);
+        decision = this.decision(plan.applicable, reply, "COUNTER_STORE", null);
+      }
+      if (!request.dryRun) this.publishEvents(request, decision);
+      this.report(decision);
       return decision;
     });
+    this.telemetry.checked((performance.now() - started) / 1000, requests.length);
+    return decisions;
+  }
+
+  private get telemetry(): Telemetry {
+    return this.options.telemetry ?? noTelemetry;
+  }
+
+  private report(decision: Decision): void {
+    for (const { rule, allowed } of decision.results) {
+      const outcome = decision.degraded ? "degraded" : allowed ? "allowed" : rule.action === "LOG_ONLY" ? "shadow" : "denied";
+      this.telemetry.ruleDecided(rule.tenantId, rule.id, outcome);
+    }
+  }
+
+  /**
+   * The store's reply as the over-limit cache knows it, when it knows an
+   * enforcing bucket of the request to be over its limit: those buckets
+   * refuse, the others are not consulted. Null when the store must decide.
+   */
+  private refusedLocally(buckets: readonly BucketRef[], cost: number, nowMs: number): { reply: CounterReply; consulted: boolean[] } | null {
+    const cache = this.options.overLimit;
+    if (!cache) return null;
+    const refusals = buckets.map((bucket) => cache.refusal(bucket, cost, nowMs));
+    if (refusals.every((refusal) => refusal === null)) return null;
+    const outcomes = buckets.map(
+      ({ params }, i): BucketOutcome => refusals[i] ?? { conforming: true, remaining: params.capacity, resetAtMs: nowMs, retryAfterMs: null, delayMs: 0 },
+    );
+    return { reply: { nowMs, allowed: false, outcomes }, consulted: refusals.map((refusal) => refusal !== null) };
+  }
+
+  private learn(call: CounterCall, reply: CounterReply, sentAtMs: number): void {
+    const cache = this.options.overLimit;
+    if (cache) reply.outcomes.forEach((outcome, i) => cache.remember(call.buckets[i]!, call.cost, outcome, sentAtMs));
   }
 
   private applicable(request: CheckRequest): Applicable[] {
@@ -80,7 +146,8 @@ export class Limiter {
     return applicable;
   }
 
-  private decision(applicable: readonly Applicable[], reply: CounterReply): Decision {
+  /** `consulted`: which buckets were read (null: all of them). */
+  private decision(applicable: readonly Applicable[], reply: CounterReply, source: DecisionSource, consulted: readonly boolean[] | null): Decision {
     const ranked: Ranked[] = applicable.map(({ compiled, key }, i) => {
       const outcome = reply.outcomes[i]!;
       return {
@@ -95,11 +162,13 @@ export class Limiter {
           resetAt: new Date(outcome.resetAtMs),
           retryAfter: outcome.retryAfterMs === null ? null : Math.max(1, secondsUntil(outcome.retryAfterMs, 0)),
           delayMs: outcome.delayMs,
+          consulted: consulted === null || consulted[i]!,
+          nearLimit: isNearLimit(outcome.conforming, outcome.remaining, compiled.params.capacity),
         },
       };
     });
     ranked.sort(mostRestrictiveFirst);
-    const enforcing = ranked.filter((r) => r.compiled.rule.action !== "LOG_ONLY");
+    const enforcing = ranked.filter((r) => r.compiled.rule.action !== "LOG_ONLY" && r.result.consulted);
     const deciding = (enforcing[0] ?? ranked[0])!.result;
     const allowed = reply.allowed;
     const throttled = ranked.filter((r) => r.compiled.rule.action === "THROTTLE");
@@ -108,6 +177,7 @@ export class Limiter {
       allowed,
       degraded: reply.degraded ?? false,
       decidedAt: new Date(reply.nowMs),
+      source,
       rule: deciding.rule,
       action: deciding.rule.action,
       limit: deciding.limit,
@@ -115,31 +185,36 @@ export class Limiter {
       resetAt: deciding.resetAt,
       retryAfter,
       delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.result.delayMs)) : null,
+      nearLimit: allowed && enforcing.some((r) => r.result.nearLimit),
       results: ranked.map((r) => r.result),
       headers: rateLimitHeaders({ allowed, nowMs: reply.nowMs, retryAfter, enforcing }),
     };
   }
 
-  private publishRefusals(request: CheckRequest, decision: Decision, nowMs: number): void {
+  private publishEvents(request: CheckRequest, decision: Decision): void {
+    const at = decision.decidedAt;
     for (const result of decision.results) {
-      if (result.allowed) continue;
-      const shadow = result.rule.action === "LOG_ONLY";
-      this.events.publishThrottle({
-        at: new Date(nowMs),
-        tenantId: request.tenantId,
-        ruleId: result.rule.id,
-        ruleName: result.rule.name,
-        key: result.key,
-        resource: request.resource,
-        method: request.method,
-        action: result.rule.action,
-        limit: result.limit,
-        retryAfter: result.retryAfter,
-        shadow,
-        count: 1,
-      });
+      if (!result.allowed) this.events.publishThrottle({ ...eventBase(request, result, at), retryAfter: result.retryAfter });
+      else if (decision.allowed && result.nearLimit) this.events.publishNearLimit({ ...eventBase(request, result, at), remaining: result.remaining });
     }
   }
+}
+
+/** What throttle and near-limit events say alike about one rule's result. */
+function eventBase(request: CheckRequest, result: RuleResult, at: Date): LimitEvent {
+  return {
+    at,
+    tenantId: request.tenantId,
+    ruleId: result.rule.id,
+    ruleName: result.rule.name,
+    key: result.key,
+    resource: request.resource,
+    method: request.method,
+    action: result.rule.action,
+    limit: result.limit,
+    shadow: result.rule.action === "LOG_ONLY",
+    count: 1,
+  };
 }
 
 /**

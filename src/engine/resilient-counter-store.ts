@@ -18,6 +18,7 @@ import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore } from "
 import type { FailureMode } from "../domain/rule.js";
 import type { MemoryCounterStore } from "../store/memory/memory-counter-store.js";
 import type { CircuitBreaker } from "./circuit-breaker.js";
+import { noTelemetry, type Telemetry } from "./telemetry.js";
 
 export interface ResilientCounterStoreOptions {
   primary: CounterStore;
@@ -29,6 +30,7 @@ export interface ResilientCounterStoreOptions {
   /** Longest wait for the primary store, per round trip of up to CHECKS_PER_TIMEOUT checks. */
   timeoutMs: number;
   clock: Clock;
+  telemetry?: Telemetry;
 }
 
 /** A batch is one round trip, but Redis runs its checks one after the other: its deadline grows with its size. */
@@ -44,11 +46,15 @@ export class ResilientCounterStore implements CounterStore {
   async decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
     const { primary, breaker } = this.options;
     if (!breaker.allows()) return calls.map((call) => this.byFailureMode(call));
+    const telemetry = this.options.telemetry ?? noTelemetry;
+    const started = performance.now();
     try {
       const replies = await withDeadline(primary.decide(calls), this.options.timeoutMs * Math.ceil(calls.length / CHECKS_PER_TIMEOUT));
+      telemetry.storeCalled((performance.now() - started) / 1000, false);
       breaker.succeeded();
       return replies;
     } catch {
+      telemetry.storeCalled((performance.now() - started) / 1000, true);
       breaker.failed();
       return calls.map((call) => this.byFailureMode(call));
     }

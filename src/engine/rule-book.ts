@@ -1,8 +1,8 @@
 /**
  * The rules this instance enforces, compiled, in memory: a check never reads
- * the database. Changes arrive as RuleChanges (from this instance's own
- * mutations, and later from other instances) and full reloads; a rule never
- * goes back to an older version than one already seen.
+ * the database. Changes arrive as RuleChanges (this instance's own and every
+ * other instance's, through RuleSync) and full reloads; a rule never goes back
+ * to an older version than one already seen.
  */
 
 import type { RuleChange } from "../domain/events.js";

@@ -1,20 +1,34 @@
 /**
  * Finds the rules that may apply to a request without looking at the others:
  * rules are filed by tenant, then in a trie by the literal leading segments of
- * their resource glob ("/api/v1/*" under api -> v1). A lookup walks the
- * request's path down the tenant's trie and the "*" trie and only tests the
- * rules it meets, so 10,000 rules in other tenants or under other prefixes
+ * their resource glob ("/api/v1/*" under api -> v1), then by method. A lookup
+ * walks the request's path down the tenant's trie and the "*" trie and only
+ * tests the rules it meets for the request's method and for any method, so
+ * 10,000 rules in other tenants, under other prefixes or for other methods
  * cost nothing.
  */
 
 import { pathSegments } from "../domain/glob.js";
 import type { CheckRequest } from "../domain/request.js";
-import { ALL_TENANTS } from "../domain/rule.js";
+import { ALL_TENANTS, type HttpMethod } from "../domain/rule.js";
 import type { CompiledRule } from "./compiled-rule.js";
 
 class PrefixNode {
+  /** Rules for any method. */
   readonly rules: CompiledRule[] = [];
+  readonly byMethod = new Map<HttpMethod, CompiledRule[]>();
   readonly children = new Map<string, PrefixNode>();
+
+  add(compiled: CompiledRule): void {
+    const method = compiled.rule.method;
+    if (method === null) {
+      this.rules.push(compiled);
+      return;
+    }
+    const rules = this.byMethod.get(method);
+    if (rules) rules.push(compiled);
+    else this.byMethod.set(method, [compiled]);
+  }
 
   child(segment: string): PrefixNode {
     let node = this.children.get(segment);
@@ -38,7 +52,7 @@ export class RuleIndex {
         this.tenants.set(compiled.rule.tenantId, node);
       }
       for (const segment of compiled.glob?.literalPrefix ?? []) node = node.child(segment);
-      node.rules.push(compiled);
+      node.add(compiled);
     }
   }
 
@@ -50,9 +64,8 @@ export class RuleIndex {
       let node = this.tenants.get(tenant);
       let depth = 0;
       while (node) {
-        for (const compiled of node.rules) {
-          if (applies(compiled, request)) matched.push(compiled);
-        }
+        collectMatching(node.rules, request, matched);
+        if (request.method !== null) collectMatching(node.byMethod.get(request.method), request, matched);
         node = depth < segments.length ? node.children.get(segments[depth++]!) : undefined;
       }
     }
@@ -60,9 +73,9 @@ export class RuleIndex {
   }
 }
 
-function applies(compiled: CompiledRule, request: CheckRequest): boolean {
-  const { rule, glob } = compiled;
-  if (rule.method !== null && rule.method !== request.method) return false;
-  if (glob === null) return true;
-  return request.resource !== null && glob.matches(request.resource);
+function collectMatching(rules: readonly CompiledRule[] | undefined, request: CheckRequest, matched: CompiledRule[]): void {
+  for (const compiled of rules ?? []) {
+    const { glob } = compiled;
+    if (glob === null || (request.resource !== null && glob.matches(request.resource))) matched.push(compiled);
+  }
 }

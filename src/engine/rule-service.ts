@@ -1,21 +1,51 @@
 /**
- * Rule management: validate, write through the repository, and make the
- * change visible — to this instance's rule book before the call returns (its
- * very next check uses it), and to everyone else through the event bus.
+ * Rule management: authorize, validate, write through the repository (which
+ * records each change in the rule's history in the same transaction, with the
+ * API key that made it), and publish the change on the event bus. Every
+ * instance's rule book, this one's included, applies it from there
+ * (RuleSync); the bus delivers this instance's own changes before publishing
+ * resolves, so its very next check uses them. A rule the caller may not read
+ * does not exist for it (NOT_FOUND), so another tenant's ids reveal nothing.
  */
 
 import { randomUUID } from "node:crypto";
+import { authorize, may, scopeTenant, type Principal } from "../domain/access.js";
 import { ConflictError, NotFoundError, ValidationError } from "../domain/errors.js";
 import type { RuleChange, RuleChangeKind } from "../domain/events.js";
 import type { Clock, CounterStore, EventBus, RuleRepository } from "../domain/ports.js";
 import { hasControlCharacters } from "../domain/request.js";
-import type { Rule, RuleSpec } from "../domain/rule.js";
-import { specOf, validateNewRule, validateRuleChange, type RuleInput } from "../domain/rule-validation.js";
+import type { ChangeOrigin, RuleRevision } from "../domain/revision.js";
+import type { Action, Rule, RuleSpec } from "../domain/rule.js";
+import { sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../domain/rule-validation.js";
+import type { OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
+import { planImport, type ImportProblem } from "./rule-import.js";
+import { writeRulesFile } from "./rules-file.js";
 
 /** Concurrent writers without expectedVersion retry this many times before reporting a conflict. */
 const UPDATE_ATTEMPTS = 5;
 const MAX_BUCKET_KEY = 4096;
+const IMPORT_NOTE = "imported from a rules file";
+
+export interface ImportedRule {
+  tenantId: string;
+  name: string;
+  /** Where the rule's entry starts in the file. */
+  line: number;
+  /** The rule as stored when the import returns: for a dry run or an invalid file that is before any change, so null for one still to be created. */
+  rule: Rule | null;
+}
+
+export interface ImportReport {
+  dryRun: boolean;
+  /** The file was valid, not a dry run, and every change it asks for is written (in one transaction). */
+  applied: boolean;
+  created: ImportedRule[];
+  updated: ImportedRule[];
+  unchanged: ImportedRule[];
+  /** Every problem found; when there is any, nothing is written. */
+  invalid: ImportProblem[];
+}
 
 export class RuleService {
   constructor(
@@ -24,59 +54,142 @@ export class RuleService {
     private readonly store: CounterStore,
     private readonly events: EventBus,
     private readonly clock: Clock,
+    /** The limiter's, so that a reset bucket is no longer refused locally. */
+    private readonly overLimit?: OverLimitCache,
   ) {}
 
-  get(id: string): Rule | null {
-    return this.book.get(id);
+  get(principal: Principal, id: string): Rule | null {
+    const rule = this.book.get(id);
+    return rule !== null && may(principal, "readRules", rule.tenantId) ? rule : null;
   }
 
-  list(tenantId?: string | null): Rule[] {
-    return this.book.list(tenantId);
+  list(principal: Principal, tenantId?: string | null): Rule[] {
+    return this.book.list(scopeTenant(principal, "readRules", tenantId));
   }
 
-  async create(input: RuleInput): Promise<Rule> {
+  async create(principal: Principal, input: RuleInput): Promise<Rule> {
+    if (typeof input.tenantId === "string") authorize(principal, "writeRules", input.tenantId);
     const spec = validateNewRule(input);
-    const rule = await this.repository.create(randomUUID(), spec);
+    authorize(principal, "writeRules", spec.tenantId);
+    const rule = await this.repository.create(randomUUID(), spec, { actor: principal.keyId, note: null });
     await this.publish("CREATED", rule);
     return rule;
   }
 
-  async update(id: string, input: RuleInput, expectedVersion?: number | null): Promise<Rule> {
-    for (let attempt = 1; ; attempt++) {
-      const current = await this.repository.get(id);
-      if (current === null) throw new NotFoundError("rule", id);
-      if (expectedVersion !== undefined && expectedVersion !== null && current.version !== expectedVersion) {
-        throw staleVersion(id, expectedVersion, current.version);
-      }
-      const spec = validateRuleChange(current, input);
-      if (sameSpec(spec, specOf(current))) return current;
-      const updated = await this.repository.update(id, spec, current.version);
-      if (updated !== null) {
-        await this.publish("UPDATED", updated);
-        return updated;
-      }
-      if (expectedVersion !== undefined && expectedVersion !== null) {
-        const now = await this.repository.get(id);
-        if (now === null) throw new NotFoundError("rule", id);
-        throw staleVersion(id, expectedVersion, now.version);
-      }
-      if (attempt >= UPDATE_ATTEMPTS) throw new ConflictError(`rule ${id} kept changing while it was being updated; try again`);
-    }
+  update(principal: Principal, id: string, input: RuleInput, expectedVersion?: number | null): Promise<Rule> {
+    return this.change(principal, id, expectedVersion, null, (current) => validateRuleChange(current, input));
   }
 
-  async delete(id: string): Promise<boolean> {
-    const deleted = await this.repository.delete(id);
+  /** Shadow to enforcement in one step: a LOG_ONLY rule takes `action`, and its history says so. */
+  promote(principal: Principal, id: string, action: Action, expectedVersion?: number | null): Promise<Rule> {
+    if (action === "LOG_ONLY") throw new ValidationError("action", "must be REJECT or THROTTLE: a rule is promoted out of LOG_ONLY");
+    return this.change(principal, id, expectedVersion, `promoted from LOG_ONLY to ${action}`, (current) => {
+      if (current.action !== "LOG_ONLY") {
+        throw new ConflictError(`rule ${id} is not in shadow mode (its action is ${current.action}): only a LOG_ONLY rule can be promoted`);
+      }
+      return { ...specOf(current), action };
+    });
+  }
+
+  /** A new version equal to `version` (nothing changes when the rule already equals it). */
+  async rollback(principal: Principal, id: string, version: number): Promise<Rule> {
+    const target = (await this.history(principal, id)).find((revision) => revision.version === version);
+    if (target === undefined) throw new NotFoundError(`version ${version} of rule`, id);
+    if (target.after === null) throw new ValidationError("version", `${version} is the deletion of rule ${id}: roll back to a version before it`);
+    const old = specOf(target.after);
+    return this.change(principal, id, null, `rolled back to version ${version}`, (current) => validateRuleChange(current, old));
+  }
+
+  async delete(principal: Principal, id: string): Promise<boolean> {
+    this.writable(principal, id, await this.repository.get(id));
+    const deleted = await this.repository.delete(id, { actor: principal.keyId, note: null });
     if (deleted === null) throw new NotFoundError("rule", id);
     await this.publish("DELETED", deleted);
     return true;
   }
 
-  /** Forgets one bucket of one rule. */
-  async resetLimit(ruleId: string, key: string): Promise<boolean> {
-    if (this.book.get(ruleId) === null) throw new NotFoundError("rule", ruleId);
+  /** Every revision of the rule, oldest first, also once it is deleted. */
+  async history(principal: Principal, id: string): Promise<RuleRevision[]> {
+    const revisions = await this.repository.history(id);
+    if (revisions.length === 0 || !may(principal, "readRules", revisions[0]!.tenantId)) throw new NotFoundError("rule", id);
+    return revisions;
+  }
+
+  /**
+   * Validates a whole rules file, then writes all of its changes in one
+   * transaction, or none when anything is wrong. The caller must be allowed
+   * to change every tenant the file names, or nothing is written.
+   */
+  async importRules(principal: Principal, text: string, options: { dryRun: boolean }): Promise<ImportReport> {
+    const plan = planImport(text, await this.repository.list(), randomUUID);
+    for (const { tenantId } of plan.rules) authorize(principal, "writeRules", tenantId);
+    const writes = plan.rules.flatMap((planned) => (planned.write === null ? [] : [planned.write]));
+    const applied = plan.problems.length === 0 && !options.dryRun;
+    const written = applied && writes.length > 0 ? await this.repository.writeAll(writes, { actor: principal.keyId, note: IMPORT_NOTE }) : [];
+    for (const [i, rule] of written.entries()) await this.publish(writes[i]!.kind === "create" ? "CREATED" : "UPDATED", rule);
+    const stored = new Map(written.map((rule) => [rule.id, rule]));
+    const report: ImportReport = { dryRun: options.dryRun, applied, created: [], updated: [], unchanged: [], invalid: plan.problems };
+    for (const { outcome, tenantId, name, line, current, write } of plan.rules) {
+      report[outcome].push({ tenantId, name, line, rule: (write && stored.get(write.id)) ?? current });
+    }
+    return report;
+  }
+
+  /** The stored rules (of one tenant, or every tenant the caller may read) as a rules file that imports back unchanged. */
+  async exportRules(principal: Principal, tenantId?: string | null): Promise<string> {
+    const tenant = scopeTenant(principal, "readRules", tenantId);
+    const rules = await this.repository.list();
+    return writeRulesFile(tenant === null ? rules : rules.filter((rule) => rule.tenantId === tenant));
+  }
+
+  /** Forgets one bucket of one rule, in the store and in this instance's over-limit cache. */
+  async resetLimit(principal: Principal, ruleId: string, key: string): Promise<boolean> {
+    this.writable(principal, ruleId, this.book.get(ruleId));
     if (key.length === 0 || key.length > MAX_BUCKET_KEY) throw new ValidationError("key", `must be 1 to ${MAX_BUCKET_KEY} characters`);
     if (hasControlCharacters(key)) throw new ValidationError("key", "must not contain control characters");
-    return this.store.reset(ruleId, key);
+    const forgotten = await this.store.reset(ruleId, key);
+    this.overLimit?.forget(ruleId, key);
+    return forgotten;
+  }
+
+  /**
+   * Writes the spec `respec` makes of the current rule, unless it changes
+   * nothing. Without expectedVersion a concurrent writer makes it read again
+   * and retry; with it, any other version is a conflict.
+   */
+  private async change(
+    principal: Principal,
+    id: string,
+    expectedVersion: number | null | undefined,
+    note: string | null,
+    respec: (current: Rule) => RuleSpec,
+  ): Promise<Rule> {
+    const expected = expectedVersion ?? null;
+    const origin: ChangeOrigin = { actor: principal.keyId, note };
+    for (let attempt = 1; ; attempt++) {
+      const current = this.writable(principal, id, await this.repository.get(id));
+      if (expected !== null && current.version !== expected) throw staleVersion(id, expected, current.version);
+      const spec = respec(current);
+      if (sameSpec(spec, specOf(current))) return current;
+      const updated = await this.repository.update(id, spec, current.version, origin);
+      if (updated !== null) {
+        await this.publish("UPDATED", updated);
+        return updated;
+      }
+      if (expected !== null) {
+        const now = await this.repository.get(id);
+        if (now === null) throw new NotFoundError("rule", id);
+        throw staleVersion(id, expected, now.version);
+      }
+      if (attempt >= UPDATE_ATTEMPTS) throw new ConflictError(`rule ${id} kept changing while it was being updated; try again`);
+    }
+  }
+
+  /** The rule, if the caller may change it; NOT_FOUND if it may not even see it, FORBIDDEN if it only may see it. */
+  private writable(principal: Principal, id: string, rule: Rule | null): Rule {
+    if (rule === null || !may(principal, "readRules", rule.tenantId)) throw new NotFoundError("rule", id);
+    authorize(principal, "writeRules", rule.tenantId);
+    return rule;
   }
 
   private async publish(kind: RuleChangeKind, rule: Rule): Promise<void> {
@@ -88,17 +201,10 @@ export class RuleService {
       rule: kind === "DELETED" ? null : rule,
       at: new Date(this.clock.now()),
     };
-    this.book.apply(change);
     await this.events.publishRuleChange(change);
   }
 }
 
 function staleVersion(id: string, expected: number, actual: number): ConflictError {
   return new ConflictError(`rule ${id} is at version ${actual}, not the expectedVersion ${expected}; read it again and retry`);
-}
-
-function sameSpec(a: RuleSpec, b: RuleSpec): boolean {
-  return (Object.keys(a) as (keyof RuleSpec)[]).every((field) =>
-    Array.isArray(a[field]) ? JSON.stringify(a[field]) === JSON.stringify(b[field]) : a[field] === b[field],
-  );
 }

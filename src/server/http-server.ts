@@ -5,15 +5,27 @@
  * health endpoints.
  */
 
+import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from "@apollo/server";
-import { ApolloServerPluginLandingPageDisabled } from "@apollo/server/plugin/disabled";
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginSchemaReportingDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from "@apollo/server/plugin/disabled";
 import type { GraphQLSchema } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
+import type { Registry } from "prom-client";
 import { WebSocketServer } from "ws";
 import { createContext, type ApiContext, type Services } from "../api/context.js";
-import { formatError } from "../api/errors.js";
+import { formatError, toGraphQLError } from "../api/errors.js";
+import { mutationRateLimit } from "../api/mutation-rate-limit.js";
+import { requestLogging } from "../api/request-logging.js";
+import { queryLimits } from "../api/query-limits.js";
+import type { Principal } from "../domain/access.js";
 import type { Logger } from "./logger.js";
 
 export interface HttpServerOptions {
@@ -22,8 +34,12 @@ export interface HttpServerOptions {
   logger: Logger;
   introspection: boolean;
   maxBodyBytes: number;
+  maxQueryDepth: number;
+  maxQueryFields: number;
   /** How long shutdown waits for requests in flight before closing their connections. */
   shutdownTimeoutMs: number;
+  /** Prometheus registry served at GET /metrics. */
+  metrics: Registry;
   /** Readiness: the body of GET /readyz, and whether it answers 200 or 503. */
   readiness: () => { ready: boolean; [detail: string]: unknown };
 }
@@ -35,15 +51,44 @@ export interface RunningServer {
 
 class BodyTooLarge extends Error {}
 
+/** The caller of a request, or the GraphQL error (UNAUTHENTICATED, 401) that answers it. */
+async function authenticateWith(services: Services, authorization: string | undefined): Promise<Principal> {
+  try {
+    return await services.keys.authenticate(authorization);
+  } catch (error) {
+    throw toGraphQLError(error) ?? error;
+  }
+}
+
 export async function startHttpServer(options: HttpServerOptions, port: number, host: string): Promise<RunningServer> {
   const { schema, services, logger } = options;
+  const authenticate = (authorization: string | undefined) => authenticateWith(services, authorization);
   const apollo = new ApolloServer<ApiContext>({
     schema,
     introspection: options.introspection,
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
-    formatError: (formatted, error) => formatError(formatted, error, (cause) => logger.error({ err: cause }, "unexpected error in a resolver")),
-    plugins: [ApolloServerPluginLandingPageDisabled()],
+    formatError,
+    // Apollo installs some plugins unless told not to. Each is off here, so that
+    // no plugin of Apollo's own runs per request or per field: cache control (it hooks
+    // every resolved field, and nothing here is cacheable: every check counts),
+    // usage and schema reporting and inline traces (they would activate with an
+    // Apollo key in the environment), and the landing page.
+    plugins: [
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginUsageReportingDisabled(),
+      ApolloServerPluginSchemaReportingDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      ApolloServerPluginLandingPageDisabled(),
+      mutationRateLimit,
+      requestLogging(logger),
+    ],
+    validationRules: [queryLimits(options.maxQueryDepth, options.maxQueryFields)],
+    // Apollo's default pretty-prints every response (JSON.stringify(value, null, 2)).
+    stringifyResult: (value) => JSON.stringify(value),
+    // Parsed and validated documents are cached by Apollo's default document
+    // store (keyed by the query's sha256), and automatic persisted queries are
+    // on with its default in-memory cache: a client may send only the hash.
   });
   await apollo.start();
 
@@ -63,14 +108,21 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     const path = (req.url ?? "/").split("?", 1)[0];
     if (path === "/graphql") return graphql(req, res);
     if (path === "/healthz" && req.method === "GET") return json(res, 200, { status: "ok" });
+    if (path === "/metrics" && req.method === "GET") {
+      res.writeHead(200, { "content-type": options.metrics.contentType });
+      res.end(await options.metrics.metrics());
+      return;
+    }
     if (path === "/readyz" && req.method === "GET") {
       const readiness = options.readiness();
       return json(res, readiness.ready ? 200 : 503, readiness);
     }
-    json(res, 404, { error: "not found", endpoints: ["/graphql", "/healthz", "/readyz"] });
+    json(res, 404, { error: "not found", endpoints: ["/graphql", "/healthz", "/readyz", "/metrics"] });
   }
 
   async function graphql(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const requestId = requestIdOf(req);
+    res.setHeader("x-request-id", requestId);
     let body: unknown;
     try {
       body = req.method === "POST" ? parseBody(await readBody(req, options.maxBodyBytes), req.headers["content-type"]) : undefined;
@@ -85,10 +137,13 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     const httpGraphQLRequest: HTTPGraphQLRequest = {
       method: (req.method ?? "GET").toUpperCase(),
       headers,
-      search: new URL(req.url ?? "/", "http://localhost").search,
+      search: searchOf(req.url),
       body,
     };
-    const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: async () => createContext(services) });
+    const response = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest,
+      context: async () => createContext(services, await authenticate(headers.get("authorization")), requestId),
+    });
     if (closing) res.shouldKeepAlive = false;
     res.statusCode = response.status ?? 200;
     for (const [name, value] of response.headers) res.setHeader(name, value);
@@ -100,8 +155,25 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     res.end();
   }
 
-  const sockets = new WebSocketServer({ server, path: "/graphql" });
-  const subscriptions = useServer({ schema, context: () => createContext(services) }, sockets);
+  // A WebSocket authenticates once, in its connection_init payload; a bad token closes it with 4403.
+  const principals = new WeakMap<object, Principal>();
+  const sockets = new WebSocketServer({ server, path: "/graphql", maxPayload: options.maxBodyBytes });
+  const subscriptions = useServer(
+    {
+      schema,
+      onConnect: async ({ connectionParams, extra }) => {
+        const authorization = connectionParams?.authorization;
+        try {
+          principals.set(extra.socket, await services.keys.authenticate(typeof authorization === "string" ? authorization : null));
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      context: ({ extra }) => createContext(services, principals.get(extra.socket)!, randomUUID()),
+    },
+    sockets,
+  );
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -126,6 +198,18 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       await apollo.stop();
     },
   };
+}
+
+/** The caller's X-Request-Id when it is a sane token, else a fresh one: ids end up in logs, so they stay short and plain. */
+function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers["x-request-id"];
+  return typeof given === "string" && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : randomUUID();
+}
+
+/** The query string with its "?", as Apollo wants it (GET carries the operation there). */
+function searchOf(url: string | undefined): string {
+  const start = url?.indexOf("?") ?? -1;
+  return start === -1 ? "" : url!.slice(start);
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<string> {

@@ -2,8 +2,9 @@
 
 import { randomUUID } from "node:crypto";
 import type { GraphQLFormattedError } from "graphql";
-import { expect } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { CheckLimitsDocument, CreateRuleDocument, type CheckLimitsInput, type CreateRuleInput } from "../generated/graphql.js";
+import { startTestApp, type TestApp } from "../support/app.js";
 import type { GraphQLClient } from "../support/graphql-client.js";
 import { postgresAvailable, redisAvailable } from "../support/services.js";
 
@@ -12,6 +13,30 @@ export const STORAGES = ["embedded", "real"] as const;
 /** Whether the "real" suites can run: Redis and Postgres both reachable (under CI=true an unreachable one fails instead). */
 export async function realStorageAvailable(): Promise<boolean> {
   return (await redisAvailable()) && (await postgresAvailable());
+}
+
+/** The app a suite runs against, started before its first case and stopped after its last. */
+export interface Suite {
+  t: TestApp;
+  client: GraphQLClient;
+}
+
+/** Defines the suite once per storage (the real one only when it is reachable), each against an app of its own. */
+export async function describeOnEachStorage(title: string, cases: (suite: Suite) => void): Promise<void> {
+  const realAvailable = await realStorageAvailable();
+  for (const storage of STORAGES) {
+    describe.runIf(storage === "embedded" || realAvailable)(`${title} (${storage})`, () => {
+      const suite = {} as Suite;
+      beforeAll(async () => {
+        suite.t = await startTestApp(storage);
+        suite.client = suite.t.client;
+      });
+      afterAll(async () => {
+        await suite.t?.stop();
+      });
+      cases(suite);
+    });
+  }
 }
 
 export function newTenant(): string {

@@ -8,12 +8,13 @@ import { execute, type ExecutionResult, type GraphQLSchema } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createContext, type Services } from "../../src/api/context.js";
 import { buildApiSchema } from "../../src/api/schema.js";
-import { ConflictError } from "../../src/domain/errors.js";
-import { systemClock, type CounterCall, type CounterReply, type CounterStore, type RuleRepository } from "../../src/domain/ports.js";
-import type { Rule, RuleSpec } from "../../src/domain/rule.js";
+import { systemClock } from "../../src/domain/ports.js";
+import { BOOTSTRAP, type ApiKeyService } from "../../src/engine/api-key-service.js";
 import { Limiter } from "../../src/engine/limiter.js";
+import type { MutationLimiter } from "../../src/engine/mutation-limiter.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleService } from "../../src/engine/rule-service.js";
+import { RuleSync } from "../../src/engine/rule-sync.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import {
@@ -28,6 +29,8 @@ import {
   type CreateRuleMutation,
 } from "../generated/graphql.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
+import { CountingCounterStore } from "../support/ports.js";
 import type { GraphQLClient } from "../support/graphql-client.js";
 import { STORAGES, check, createRule, expectBadUserInput, expectNoStackTrace, newTenant, realStorageAvailable } from "./api-support.js";
 
@@ -143,89 +146,50 @@ for (const storage of STORAGES) {
   });
 }
 
-/** A counter store that records, for every decide(), how many calls it was given. */
-class CountingCounterStore implements CounterStore {
-  readonly description = "counting";
-  readonly decideSizes: number[] = [];
-  constructor(private readonly inner: CounterStore) {}
-
-  decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
-    this.decideSizes.push(calls.length);
-    return this.inner.decide(calls);
-  }
-
-  reset(ruleId: string, key: string): Promise<boolean> {
-    return this.inner.reset(ruleId, key);
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
-
-/** The RuleRepository port in a Map: all the in-process tests need of rule storage. */
-class InMemoryRuleRepository implements RuleRepository {
-  private readonly rules = new Map<string, Rule>();
-
-  async list(): Promise<Rule[]> {
-    return [...this.rules.values()];
-  }
-
-  async get(id: string): Promise<Rule | null> {
-    return this.rules.get(id) ?? null;
-  }
-
-  async create(id: string, spec: RuleSpec): Promise<Rule> {
-    if ([...this.rules.values()].some((r) => r.tenantId === spec.tenantId && r.name === spec.name)) {
-      throw new ConflictError(`input.name: tenant ${spec.tenantId} already has a rule named ${spec.name}`);
-    }
-    const now = new Date();
-    const rule: Rule = { ...spec, id, version: 1, createdAt: now, updatedAt: now };
-    this.rules.set(id, rule);
-    return rule;
-  }
-
-  async update(id: string, spec: RuleSpec, version: number): Promise<Rule | null> {
-    const current = this.rules.get(id);
-    if (current === undefined || current.version !== version) return null;
-    const rule: Rule = { ...current, ...spec, version: version + 1, updatedAt: new Date() };
-    this.rules.set(id, rule);
-    return rule;
-  }
-
-  async delete(id: string): Promise<Rule | null> {
-    const current = this.rules.get(id) ?? null;
-    this.rules.delete(id);
-    return current;
-  }
-
-  async close(): Promise<void> {}
-}
-
 describe("one round trip per operation (schema executed in-process)", () => {
   let schema: GraphQLSchema;
   let services: Services;
   let store: CountingCounterStore;
   let events: InProcessEventBus;
+  let sync: RuleSync;
 
   beforeAll(async () => {
     events = new InProcessEventBus();
     store = new CountingCounterStore(new MemoryCounterStore({ sweepIntervalMs: 0 }));
     const book = new RuleBook();
-    const rules = new RuleService(new InMemoryRuleRepository(), book, store, events, systemClock);
-    book.load([]);
-    services = { rules, limiter: new Limiter(book, store, events, systemClock), events };
+    const repository = new InMemoryRuleRepository();
+    const rules = new RuleService(repository, book, store, events, systemClock);
+    sync = new RuleSync({
+      repository,
+      book,
+      events,
+      prepare: async () => undefined,
+      snapshot: null,
+      reloadIntervalMs: 0,
+      retryMs: 1000,
+      log: { info: () => undefined, warn: () => undefined },
+    });
+    await sync.start();
+    services = {
+      rules,
+      limiter: new Limiter(book, store, events, systemClock),
+      events,
+      // Authentication and the admin limit belong to the HTTP server, which these in-process operations bypass.
+      keys: {} as ApiKeyService,
+      mutations: {} as MutationLimiter,
+    };
     schema = await buildApiSchema(events);
   });
 
   afterAll(async () => {
+    sync?.close();
     await store?.close();
     await events?.close();
   });
 
   /** Runs one operation as the server would: a fresh context per operation. */
   async function run<T>(document: Parameters<typeof execute>[0]["document"], variableValues: Record<string, unknown>): Promise<T> {
-    const result = (await execute({ schema, document, variableValues, contextValue: createContext(services) })) as ExecutionResult<T>;
+    const result = (await execute({ schema, document, variableValues, contextValue: createContext(services, BOOTSTRAP, "test") })) as ExecutionResult<T>;
     expect(result.errors).toBeUndefined();
     return result.data!;
   }

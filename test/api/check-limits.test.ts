@@ -74,6 +74,13 @@ for (const storage of STORAGES) {
         expect(allowedRuns.every((d) => d.rule?.id === perUser.id)).toBe(true);
       });
 
+      it("says nearLimit on the fifth request only, whose remaining 0 is under 10% of the limit 5, and not on the denial", () => {
+        expect(allowedRuns.map((d) => d.nearLimit)).toEqual([false, false, false, false, true]);
+        expect(allowedRuns.map((d) => d.results.find((r) => r.rule.id === perUser.id)?.nearLimit)).toEqual([false, false, false, false, true]);
+        expect(denied.nearLimit).toBe(false);
+        expect(denied.results.map((r) => r.nearLimit)).toEqual([false, false]);
+      });
+
       it("denies the sixth request of u1, decided by the per-user rule, with retryAfter > 0", () => {
         expect(denied.allowed).toBe(false);
         expect(denied.rule?.id).toBe(perUser.id);

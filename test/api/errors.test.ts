@@ -39,9 +39,11 @@ for (const storage of STORAGES) {
       await t?.stop();
     });
 
-    /** Any request; every response a test sees is also checked for stack traces. */
+    /** Any request, as the admin; every response a test sees is also checked for stack traces. */
     async function send(url: string, init: RequestInit = {}): Promise<RawResponse> {
-      const response = await fetch(url, init);
+      const headers = new Headers(init.headers);
+      headers.set("authorization", `Bearer ${t.adminToken}`);
+      const response = await fetch(url, { ...init, headers });
       const text = await response.text();
       expectNoStackTrace(text);
       return { status: response.status, contentType: response.headers.get("content-type"), text, json: parse(text) };

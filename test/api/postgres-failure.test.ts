@@ -14,11 +14,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { CheckLimitsDocument, CreateRuleDocument, ListRulesDocument, UpdateRuleDocument } from "../generated/graphql.js";
+import { testAdminToken } from "../support/app.js";
 import { GraphQLClient } from "../support/graphql-client.js";
 import { createTestDatabase, POSTGRES_URL, postgresAvailable } from "../support/services.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 
 describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => {
+  const adminToken = testAdminToken();
   let database: { url: string; drop(): Promise<void> };
   let proxy: TcpProxy;
   let dataDir: string;
@@ -27,11 +29,11 @@ describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => 
 
   const start = async () => {
     const app = await startApp(
-      loadSettings({ PORT: "0", HOST: "127.0.0.1", DATABASE_URL: proxiedUrl, DATA_DIR: dataDir, RULES_RETRY_MS: "50" }),
+      loadSettings({ ADMIN_TOKEN: adminToken, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: proxiedUrl, DATA_DIR: dataDir, RULES_RETRY_MS: "50" }),
       { logger: pino({ level: "silent" }) },
     );
     apps.push(app);
-    return { app, client: new GraphQLClient(app.url) };
+    return { app, client: new GraphQLClient(app.url, adminToken) };
   };
   const stop = async (app: App) => {
     apps.splice(apps.indexOf(app), 1);

@@ -9,10 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { CheckLimitsDocument, CreateRuleDocument, ResetLimitDocument } from "../generated/graphql.js";
+import { testAdminToken } from "../support/app.js";
 import { GraphQLClient } from "../support/graphql-client.js";
 import { startOwnRedis, type OwnRedis } from "../support/redis-server.js";
 
 describe("when Redis dies under the service", () => {
+  const adminToken = testAdminToken();
   let redis: OwnRedis;
   let app: App;
   let client: GraphQLClient;
@@ -22,6 +24,7 @@ describe("when Redis dies under the service", () => {
     redis = await startOwnRedis();
     app = await startApp(
       loadSettings({
+        ADMIN_TOKEN: adminToken,
         PORT: "0",
         HOST: "127.0.0.1",
         DATA_DIR: "memory://",
@@ -31,7 +34,7 @@ describe("when Redis dies under the service", () => {
       }),
       { logger: pino({ level: "silent" }) },
     );
-    client = new GraphQLClient(app.url);
+    client = new GraphQLClient(app.url, adminToken);
     for (const failureMode of ["OPEN", "CLOSED", "LOCAL"] as const) {
       const { createRule } = await client.data(CreateRuleDocument, {
         input: { tenantId: `t-${failureMode}`, name: "per-user", scope: ["USER"], limit: 4, window: 60, failureMode },

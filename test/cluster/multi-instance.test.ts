@@ -1,27 +1,27 @@
 /**
  * Three Floodgate instances on one Redis Cluster (3 masters, 3 replicas) and
  * one Postgres, many concurrent callers on shared buckets, every request
- * checked against rules whose buckets live on different masters. Afterwards:
- * no bucket admitted more than its rule allows, and every bucket holds
- * exactly the units of the requests that were admitted (a denied request took
- * nothing anywhere, whatever slot denied it).
+ * checked against rules whose buckets live on different masters. The rules
+ * are created through one instance while all three run, so the others learn
+ * them through the cluster's pub/sub. Afterwards: no bucket admitted more
+ * than its rule allows, and every bucket holds exactly the units of the
+ * requests that were admitted (a denied request took nothing anywhere,
+ * whatever slot denied it).
  */
 
 import { randomUUID } from "node:crypto";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { CheckTimedDocument, CreateRuleDocument, type CheckLimitsInput, type CreateRuleInput } from "../generated/graphql.js";
-import { GraphQLClient } from "../support/graphql-client.js";
+import { startTestApps, type TestApp } from "../support/app.js";
+import type { GraphQLClient } from "../support/graphql-client.js";
 import { startRedisCluster, type LocalRedisCluster } from "../support/local-redis.js";
-import { createTestDatabase, postgresAvailable, redisBinariesAvailable } from "../support/services.js";
+import { postgresAvailable, redisBinariesAvailable } from "../support/services.js";
 
 const HOUR_MS = 3_600_000;
 const CALLERS = 48;
 const REQUESTS = 480;
-const PREFIX = "fgmulti:";
 
 const available = (await redisBinariesAvailable()) && (await postgresAvailable());
 
@@ -38,43 +38,40 @@ interface Sample {
 
 describe.runIf(available)("three Floodgate instances on one Redis Cluster", () => {
   let cluster: LocalRedisCluster;
-  let database: { url: string; drop(): Promise<void> };
-  const apps: App[] = [];
+  let fleet: { apps: TestApp[]; stop(): Promise<void> };
   let clients: GraphQLClient[];
+  let prefix: string;
   const tenantId = `t-${randomUUID()}`;
   const rules = { perUser: "", perTenant: "", perIp: "", shadow: "" };
 
-  const start = async () => {
-    const settings = loadSettings({
-      PORT: "0",
-      HOST: "127.0.0.1",
-      DATA_DIR: "memory://",
-      DATABASE_URL: database.url,
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    fleet = await startTestApps(3, {
+      REDIS_URL: "",
       REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(","),
-      REDIS_KEY_PREFIX: PREFIX,
-      // Judged here is the cluster's arithmetic: no check may fall back to its failure mode on this busy 2-core machine.
+      // Judged here is the cluster's arithmetic: every check goes to the cluster (no over-limit cache
+      // answering refusals itself), and none may fall back to its failure mode on this busy 2-core machine.
+      OVER_LIMIT_CACHE_SIZE: "0",
       REDIS_TIMEOUT_MS: "10000",
     });
-    const app = await startApp(settings, { logger: pino({ level: "silent" }) });
-    apps.push(app);
-    return new GraphQLClient(app.url);
-  };
-
-  beforeAll(async () => {
-    [cluster, database] = await Promise.all([startRedisCluster(), createTestDatabase()]);
-    const first = await start();
+    clients = fleet.apps.map((a) => a.client);
+    prefix = fleet.apps[0]!.settings.redisKeyPrefix;
     const create = async (input: Omit<CreateRuleInput, "tenantId" | "window" | "windowUnit">) =>
-      (await first.data(CreateRuleDocument, { input: { tenantId, window: 1, windowUnit: "HOURS", ...input } })).createRule.id;
+      (await clients[0]!.data(CreateRuleDocument, { input: { tenantId, window: 1, windowUnit: "HOURS", ...input } })).createRule.id;
     rules.perUser = await create({ name: "per-user", scope: ["USER"], algorithm: "FIXED_WINDOW", limit: 12 });
     rules.perTenant = await create({ name: "per-tenant", scope: ["TENANT"], algorithm: "SLIDING_WINDOW_LOG", limit: 40 });
     rules.perIp = await create({ name: "per-ip", scope: ["IP"], algorithm: "TOKEN_BUCKET", limit: 20, burst: 20 });
     rules.shadow = await create({ name: "shadow", scope: ["USER"], algorithm: "FIXED_WINDOW", limit: 5, action: "LOG_ONLY" });
-    // The other two start after the rules exist: each loads them at start.
-    clients = [first, await start(), await start()];
+    // The other instances hear of the rules on the cluster's pub/sub.
+    for (const client of clients) {
+      for (let waited = 0; (await check(client, { userId: "u0", ip: "10.0.0.1", dryRun: true })).checkLimits.results.length < 4; waited += 10) {
+        expect(waited, "a rule change did not reach every instance").toBeLessThan(5_000);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    }
   });
   afterAll(async () => {
-    for (const app of apps) await app.close();
-    await database?.drop();
+    await fleet?.stop();
     await cluster?.stop();
   });
 
@@ -82,7 +79,7 @@ describe.runIf(available)("three Floodgate instances on one Redis Cluster", () =
 
   /** Users whose per-user bucket lives on another master than the tenant's bucket: every request spans nodes. */
   async function usersAcrossMasters(count: number): Promise<string[]> {
-    const layout = new KeyLayout(PREFIX, loadSettings({}).redisPages);
+    const layout = new KeyLayout(prefix, loadSettings({}).redisPages);
     const masterOf = async (ruleId: string, key: string) => (await cluster.masterOf(layout.slotOf(ruleId, layout.field(key)))).port;
     const users: string[] = [];
     for (let i = 0; users.length < count; i++) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/domain/errors.js";
 import type { Rule } from "../../src/domain/rule.js";
-import { RULE_BOUNDS, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../src/domain/rule-validation.js";
+import { RULE_BOUNDS, checkNewRule, sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../src/domain/rule-validation.js";
 
 const valid = { tenantId: "acme", name: "per-user", limit: 100, window: 60 } as const;
 
@@ -572,5 +572,40 @@ describe("specOf", () => {
         "windowUnit",
       ].sort(),
     );
+  });
+});
+
+describe("checkNewRule (every problem at once, for the rules file)", () => {
+  it("collects every failing field in field order, with the same messages validateNewRule throws one by one", () => {
+    const input: RuleInput = { tenantId: "", name: "x", scope: ["USER", "PLANET"], limit: 0, window: 1.5, action: "DENY" };
+    const checked = checkNewRule(input, "rules[3]");
+    expect(checked.ok).toBe(false);
+    const errors = checked.ok ? [] : checked.errors;
+    expect(errors.map((e) => [e.field, e.message])).toEqual([
+      ["rules[3].tenantId", "rules[3].tenantId must not be empty"],
+      ["rules[3].scope[1]", 'rules[3].scope[1] must be one of TENANT, USER, IP, API_KEY, CLIENT, ENDPOINT (got "PLANET")'],
+      ["rules[3].limit", "rules[3].limit must be at least 1 (got 0)"],
+      ["rules[3].window", "rules[3].window must be an integer (got 1.5)"],
+      ["rules[3].action", 'rules[3].action must be one of REJECT, THROTTLE, LOG_ONLY (got "DENY")'],
+    ]);
+    expect(rejectNew(input, "rules[3]").message).toBe(errors[0]!.message);
+  });
+
+  it("checks across fields only once every field is valid on its own", () => {
+    const checked = checkNewRule({ ...valid, window: 367, windowUnit: "DAYS" });
+    expect(checked.ok ? [] : checked.errors.map((e) => e.field)).toEqual(["input.window"]);
+  });
+
+  it("returns the spec validateNewRule returns when all is well", () => {
+    expect(checkNewRule(valid)).toEqual({ ok: true, value: validateNewRule(valid) });
+  });
+});
+
+describe("sameSpec", () => {
+  it("compares every field, scope by its dimensions in order", () => {
+    const spec = validateNewRule({ ...valid, scope: ["USER", "IP"] });
+    expect(sameSpec(spec, { ...spec, scope: ["USER", "IP"] })).toBe(true);
+    expect(sameSpec(spec, { ...spec, scope: ["USER"] })).toBe(false);
+    expect(sameSpec(spec, { ...spec, burst: 3 })).toBe(false);
   });
 });

@@ -21,6 +21,8 @@ function enforced(
     resetAt: new Date(NOW + 42_000),
     retryAfter: null,
     delayMs: 0,
+    consulted: true,
+    nearLimit: false,
     ...resultFields,
   };
   return { result, compiled };

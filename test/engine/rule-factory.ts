@@ -1,3 +1,4 @@
+import type { CheckRequest } from "../../src/domain/request.js";
 import type { Rule } from "../../src/domain/rule.js";
 
 let sequence = 0;
@@ -24,6 +25,22 @@ export function makeRule(fields: Partial<Rule> = {}): Rule {
     version: 1,
     createdAt: new Date("2024-01-01T00:00:00Z"),
     updatedAt: new Date("2024-01-01T00:00:00Z"),
+    ...fields,
+  };
+}
+
+/** A checked request of tenant acme from user u1; every field can be overridden. */
+export function makeCheckRequest(fields: Partial<CheckRequest> = {}): CheckRequest {
+  return {
+    tenantId: "acme",
+    userId: "u1",
+    ip: null,
+    apiKey: null,
+    userAgent: null,
+    resource: "/api/orders",
+    method: "POST",
+    cost: 1,
+    dryRun: false,
     ...fields,
   };
 }

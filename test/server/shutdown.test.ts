@@ -9,14 +9,16 @@ import { request } from "node:http";
 import { createClient } from "graphql-ws";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { testAdminToken } from "../support/app.js";
 import { freePort } from "../support/redis-server.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
+const TOKEN = testAdminToken();
 
 async function startService(port: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: "memory://", LOG_LEVEL: "error", SHUTDOWN_TIMEOUT_MS: "5000" },
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: "memory://", LOG_LEVEL: "error", SHUTDOWN_TIMEOUT_MS: "5000", ADMIN_TOKEN: TOKEN },
     stdio: ["ignore", "ignore", "inherit"],
   });
   for (let i = 0; i < 300; i++) {
@@ -47,6 +49,7 @@ describe("shutdown on SIGTERM", () => {
         url: `ws://127.0.0.1:${port}/graphql`,
         webSocketImpl: WebSocket,
         retryAttempts: 0,
+        connectionParams: { authorization: `Bearer ${TOKEN}` },
         on: { closed: (event) => resolve((event as { code: number }).code) },
       });
       subscriptions.subscribe({ query: "subscription { ruleChanges { ruleId } }" }, { next: () => undefined, error: () => undefined, complete: () => undefined });
@@ -57,7 +60,7 @@ describe("shutdown on SIGTERM", () => {
     const body = JSON.stringify({ query: '{ checkLimits(request: { tenantId: "t", userId: "u" }) { allowed } }' });
     const inFlight = new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = request(
-        { host: "127.0.0.1", port, path: "/graphql", method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+        { host: "127.0.0.1", port, path: "/graphql", method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${TOKEN}` } },
         (res) => {
           let text = "";
           res.on("data", (chunk) => (text += chunk));

@@ -14,11 +14,10 @@
  * exactly what they held.
  */
 
-import { pino } from "pino";
-import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
-import { GraphQLClient } from "./graphql-client.js";
+import { startTestApp, type TestApp } from "./app.js";
+import type { GraphQLClient } from "./graphql-client.js";
 import { startRedisCluster, type LocalRedisCluster } from "./local-redis.js";
 
 export interface FailoverRun {
@@ -27,7 +26,7 @@ export interface FailoverRun {
   afterMs: number;
   /** Longest wait for checks on the lost shard to be decided by Redis again. */
   resumeWithinMs: number;
-  /** REDIS_TIMEOUT_MS for the service. */
+  /** REDIS_TIMEOUT_MS for the service; its default otherwise. */
   redisTimeoutMs?: number;
 }
 
@@ -77,23 +76,17 @@ interface Decision {
 
 export async function runClusterFailover(run: FailoverRun): Promise<FailoverReport> {
   const cluster = await startRedisCluster({ nodeTimeoutMs: 1000 });
-  let app: App | null = null;
+  let service: TestApp | null = null;
   try {
-    app = await startApp(
-      loadSettings({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        DATA_DIR: "memory://",
-        REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(","),
-        REDIS_KEY_PREFIX: PREFIX,
-        ...(run.redisTimeoutMs ? { REDIS_TIMEOUT_MS: String(run.redisTimeoutMs) } : {}),
-      }),
-      { logger: pino({ level: "silent" }) },
-    );
-    return await underLoad(cluster, new GraphQLClient(app.url), run);
+    service = await startTestApp("embedded", {
+      REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(","),
+      REDIS_KEY_PREFIX: PREFIX,
+      REDIS_TIMEOUT_MS: String(run.redisTimeoutMs ?? loadSettings({}).redisTimeoutMs),
+    });
+    return await underLoad(cluster, service.client, run);
   } finally {
     try {
-      await app?.close();
+      await service?.stop();
     } finally {
       await cluster.stop();
     }

@@ -5,9 +5,12 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, connect } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../../scripts/support/free-port.js";
+
+export { freePort };
 
 export interface OwnRedis {
   port: number;
@@ -49,18 +52,6 @@ export async function startOwnRedis(): Promise<OwnRedis> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** A free loopback port: any, or the one asked for (rejects when it is taken). */
-export function freePort(port = 0): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(port, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitForPort(port: number, open: boolean): Promise<void> {

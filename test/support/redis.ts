@@ -1,5 +1,8 @@
 import { Redis } from "ioredis";
+import { deleteByPrefix } from "../../scripts/support/delete-by-prefix.js";
 import { REDIS_URL } from "./services.js";
+
+export { deleteByPrefix };
 
 /** A client and a key prefix of this test's own, so tests sharing the machine's Redis never see each other's keys. */
 export function testRedis(): { redis: Redis; prefix: string; cleanup(): Promise<void> } {
@@ -13,13 +16,4 @@ export function testRedis(): { redis: Redis; prefix: string; cleanup(): Promise<
       redis.disconnect();
     },
   };
-}
-
-export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
 }

@@ -1,11 +1,13 @@
 import { Arg, ID, Resolver, Root, Subscription } from "type-graphql";
-import type { RuleChange, ThrottleEvent } from "../../domain/events.js";
-import { Topic } from "../event-pubsub.js";
-import { RuleChangeType, ThrottleEventType } from "../types/event.type.js";
+import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
+import { scopeTenant } from "../../domain/access.js";
+import type { ApiContext } from "../context.js";
+import { Topic, type EventFilter } from "../event-pubsub.js";
+import { NearLimitEventType, RuleChangeType, ThrottleEventType } from "../types/event.type.js";
 
 @Resolver()
 export class EventResolver {
-  @Subscription(() => ThrottleEventType, { topics: Topic.THROTTLE_EVENTS, topicId: ({ args }) => args })
+  @Subscription(() => ThrottleEventType, { topics: Topic.THROTTLE_EVENTS, topicId: ({ args, context }) => watchable(context, args) })
   throttleEvents(
     @Root() event: ThrottleEvent,
     @Arg("tenantId", () => String, { nullable: true }) _tenantId: string | null,
@@ -14,8 +16,22 @@ export class EventResolver {
     return event;
   }
 
-  @Subscription(() => RuleChangeType, { topics: Topic.RULE_CHANGES, topicId: ({ args }) => args })
+  @Subscription(() => NearLimitEventType, { topics: Topic.NEAR_LIMIT_EVENTS, topicId: ({ args, context }) => watchable(context, args) })
+  nearLimitEvents(
+    @Root() event: NearLimitEvent,
+    @Arg("tenantId", () => String, { nullable: true }) _tenantId: string | null,
+    @Arg("ruleId", () => ID, { nullable: true }) _ruleId: string | null,
+  ): NearLimitEvent {
+    return event;
+  }
+
+  @Subscription(() => RuleChangeType, { topics: Topic.RULE_CHANGES, topicId: ({ args, context }) => watchable(context, args) })
   ruleChanges(@Root() change: RuleChange, @Arg("tenantId", () => String, { nullable: true }) _tenantId: string | null): RuleChange {
     return change;
   }
+}
+
+/** The events a subscriber may receive: its own tenant's unless it is an ADMIN (FORBIDDEN for another tenant). */
+function watchable(context: unknown, args: EventFilter): EventFilter {
+  return { ...args, tenantId: scopeTenant((context as ApiContext).principal, "watchEvents", args.tenantId) };
 }

@@ -1,6 +1,9 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from "type-graphql";
-import { windowSecondsOf, type Rule } from "../../domain/rule.js";
+import type { RuleRevision } from "../../domain/revision.js";
+import { windowSecondsOf, type Action, type Rule } from "../../domain/rule.js";
 import type { ApiContext } from "../context.js";
+import { ActionEnum } from "../types/enums.js";
+import { RuleRevisionType } from "../types/revision.type.js";
 import { CreateRuleInput, UpdateRuleInput } from "../types/rule.input.js";
 import { RuleType } from "../types/rule.type.js";
 
@@ -8,17 +11,17 @@ import { RuleType } from "../types/rule.type.js";
 export class RuleResolver {
   @Query(() => RuleType, { nullable: true })
   rule(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Rule | null {
-    return ctx.services.rules.get(id);
+    return ctx.services.rules.get(ctx.principal, id);
   }
 
   @Query(() => [RuleType])
   rules(@Arg("tenantId", () => String, { nullable: true }) tenantId: string | null, @Ctx() ctx: ApiContext): Rule[] {
-    return ctx.services.rules.list(tenantId);
+    return ctx.services.rules.list(ctx.principal, tenantId);
   }
 
   @Mutation(() => RuleType)
   createRule(@Arg("input", () => CreateRuleInput) input: CreateRuleInput, @Ctx() ctx: ApiContext): Promise<Rule> {
-    return ctx.services.rules.create({ ...input });
+    return ctx.services.rules.create(ctx.principal, { ...input });
   }
 
   @Mutation(() => RuleType, { description: "Fails with extensions.code CONFLICT when expectedVersion is given and is not the rule's version." })
@@ -28,17 +31,37 @@ export class RuleResolver {
     @Arg("expectedVersion", () => Int, { nullable: true }) expectedVersion: number | null,
     @Ctx() ctx: ApiContext,
   ): Promise<Rule> {
-    return ctx.services.rules.update(id, { ...input }, expectedVersion);
+    return ctx.services.rules.update(ctx.principal, id, { ...input }, expectedVersion);
   }
 
   @Mutation(() => Boolean)
   deleteRule(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Promise<boolean> {
-    return ctx.services.rules.delete(id);
+    return ctx.services.rules.delete(ctx.principal, id);
+  }
+
+  @Query(() => [RuleRevisionType], { description: "Every change of the rule, oldest first; a deleted rule keeps its history." })
+  ruleHistory(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Promise<RuleRevision[]> {
+    return ctx.services.rules.history(ctx.principal, id);
+  }
+
+  @Mutation(() => RuleType, { description: "Writes a new version equal to `version` of the rule's history (nothing changes when the rule already equals it)." })
+  rollbackRule(@Arg("id", () => ID) id: string, @Arg("version", () => Int) version: number, @Ctx() ctx: ApiContext): Promise<Rule> {
+    return ctx.services.rules.rollback(ctx.principal, id, version);
+  }
+
+  @Mutation(() => RuleType, { description: "Takes a LOG_ONLY (shadow) rule to enforcement; CONFLICT when the rule is not LOG_ONLY or not at expectedVersion." })
+  promoteRule(
+    @Arg("id", () => ID) id: string,
+    @Arg("action", () => ActionEnum, { defaultValue: "REJECT" }) action: Action,
+    @Arg("expectedVersion", () => Int, { nullable: true }) expectedVersion: number | null,
+    @Ctx() ctx: ApiContext,
+  ): Promise<Rule> {
+    return ctx.services.rules.promote(ctx.principal, id, action, expectedVersion);
   }
 
   @Mutation(() => Boolean, { description: 'Forget one bucket\'s state, e.g. resetLimit(ruleId, "user:u42").' })
   resetLimit(@Arg("ruleId", () => ID) ruleId: string, @Arg("key", () => String) key: string, @Ctx() ctx: ApiContext): Promise<boolean> {
-    return ctx.services.rules.resetLimit(ruleId, key);
+    return ctx.services.rules.resetLimit(ctx.principal, ruleId, key);
   }
 
   @FieldResolver(() => Int)

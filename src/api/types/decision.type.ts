@@ -1,6 +1,7 @@
 import { Field, InputType, Int, ObjectType } from "type-graphql";
+import type { DecisionSource } from "../../domain/decision.js";
 import type { Action } from "../../domain/rule.js";
-import { ActionEnum } from "./enums.js";
+import { ActionEnum, DecisionSourceEnum } from "./enums.js";
 import { RuleType } from "./rule.type.js";
 
 @InputType()
@@ -67,6 +68,14 @@ export class RuleResultType {
 
   @Field(() => Int, { description: "THROTTLE: milliseconds this rule holds the request; 0 otherwise." })
   delayMs!: number;
+
+  @Field(() => Boolean, {
+    description:
+      "False when this rule's bucket was not read, because the over-limit cache refused the request on another rule's account (source OVER_LIMIT_CACHE). Nothing was counted against it; its allowed, remaining and resetAt are then true, the limit, and decidedAt, and it is left out of the RateLimit headers.",
+  })
+  consulted!: boolean;
+  @Field(() => Boolean, { description: "The rule admits the request and has under 10% of its limit left (envoy's near_limit)." })
+  nearLimit!: boolean;
 }
 
 @ObjectType("LimitDecision")
@@ -79,8 +88,14 @@ export class LimitDecisionType {
   })
   degraded!: boolean;
 
-  @Field(() => Date, { description: "When the decision was made, by the counter store's clock (Redis TIME with Redis)." })
+  @Field(() => Date, {
+    description:
+      "When the decision was made, by the counter store's clock (Redis TIME with Redis), or this instance's when the over-limit cache or a failure mode made it.",
+  })
   decidedAt!: Date;
+
+  @Field(() => DecisionSourceEnum, { nullable: true, description: "Who decided; null when no rule applies." })
+  source!: DecisionSource | null;
 
   @Field(() => RuleType, { nullable: true, description: "The most restrictive rule that applies; null when no rule applies." })
   rule!: RuleType | null;
@@ -102,6 +117,9 @@ export class LimitDecisionType {
 
   @Field(() => Int, { nullable: true, description: "THROTTLE: milliseconds to hold the request before serving it." })
   delayMs!: number | null;
+
+  @Field(() => Boolean, { description: "The request is allowed, and an enforcing rule (not LOG_ONLY) has under 10% of its limit left: slow down before being refused." })
+  nearLimit!: boolean;
 
   @Field(() => [RuleResultType], { description: "Every rule that applied, most restrictive first." })
   results!: RuleResultType[];

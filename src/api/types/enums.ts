@@ -1,9 +1,10 @@
 import { registerEnumType } from "type-graphql";
-import type { RuleChangeKind } from "../../domain/events.js";
+import { DECISION_SOURCES } from "../../domain/decision.js";
+import { RULE_CHANGE_KINDS } from "../../domain/events.js";
 import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, WINDOW_UNITS } from "../../domain/rule.js";
 
 /** type-graphql registers enums from objects; the domain keeps them as lists of names. */
-function enumObject<T extends string>(values: readonly T[]): { [K in T]: K } {
+export function enumObject<T extends string>(values: readonly T[]): { [K in T]: K } {
   return Object.fromEntries(values.map((v) => [v, v])) as { [K in T]: K };
 }
 
@@ -12,7 +13,8 @@ export const AlgorithmEnum = enumObject(ALGORITHMS);
 export const ActionEnum = enumObject(ACTIONS);
 export const FailureModeEnum = enumObject(FAILURE_MODES);
 export const WindowUnitEnum = enumObject(WINDOW_UNITS);
-export const RuleChangeKindEnum = enumObject<RuleChangeKind>(["CREATED", "UPDATED", "DELETED"]);
+export const DecisionSourceEnum = enumObject(DECISION_SOURCES);
+export const RuleChangeKindEnum = enumObject(RULE_CHANGE_KINDS);
 
 registerEnumType(DimensionEnum, {
   name: "Dimension",
@@ -58,3 +60,15 @@ registerEnumType(FailureModeEnum, {
 
 registerEnumType(WindowUnitEnum, { name: "WindowUnit" });
 registerEnumType(RuleChangeKindEnum, { name: "RuleChangeKind" });
+
+registerEnumType(DecisionSourceEnum, {
+  name: "DecisionSource",
+  description: "Who made a decision.",
+  valuesConfig: {
+    COUNTER_STORE: { description: "The counter store (Redis, or this process's memory), in one atomic call for every rule that applies." },
+    OVER_LIMIT_CACHE: {
+      description:
+        "This instance, without asking the counter store: a bucket of the request was already known to be over its limit until after now (a refusal only; it consumed nothing). Rules whose buckets were not read say so with consulted: false.",
+    },
+  },
+});

@@ -1,11 +1,15 @@
 import { Field, ID, Int, ObjectType } from "type-graphql";
 import type { RuleChangeKind } from "../../domain/events.js";
 import type { Action } from "../../domain/rule.js";
+import { OTHER_KEYS } from "../../engine/coalescing-event-bus.js";
 import { ActionEnum, RuleChangeKindEnum } from "./enums.js";
 import { RuleType } from "./rule.type.js";
 
-@ObjectType("ThrottleEvent")
-export class ThrottleEventType {
+const KEY_DESCRIPTION = `The bucket, e.g. "user:u42"; "${OTHER_KEYS}" for buckets beyond the EVENT_MAX_KEYS tracked one by one in an interval.`;
+
+/** The fields throttle and near-limit events share, in the contract's order. No query returns it, so the schema leaves it out. */
+@ObjectType()
+abstract class LimitEventFields {
   @Field(() => Date)
   at!: Date;
 
@@ -18,7 +22,7 @@ export class ThrottleEventType {
   @Field(() => String)
   ruleName!: string;
 
-  @Field(() => String)
+  @Field(() => String, { description: KEY_DESCRIPTION })
   key!: string;
 
   @Field(() => String, { nullable: true })
@@ -32,7 +36,10 @@ export class ThrottleEventType {
 
   @Field(() => Int)
   limit!: number;
+}
 
+@ObjectType("ThrottleEvent")
+export class ThrottleEventType extends LimitEventFields {
   @Field(() => Int, { nullable: true })
   retryAfter!: number | null;
 
@@ -40,6 +47,20 @@ export class ThrottleEventType {
   shadow!: boolean;
 
   @Field(() => Int, { description: "How many denials this event stands for (events are coalesced under a flood)." })
+  count!: number;
+}
+
+@ObjectType("NearLimitEvent", {
+  description: "Requests let through that left their bucket with under 10% of its limit: coalesced like throttle events.",
+})
+export class NearLimitEventType extends LimitEventFields {
+  @Field(() => Int, { description: "What the bucket had left after the last request this event stands for." })
+  remaining!: number;
+
+  @Field(() => Boolean, { description: "True for LOG_ONLY rules." })
+  shadow!: boolean;
+
+  @Field(() => Int, { description: "How many requests this event stands for." })
   count!: number;
 }
 

@@ -4,43 +4,64 @@
  * the others.
  */
 
-import type { RuleChange, ThrottleEvent } from "../../domain/events.js";
+import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
 import type { EventBus, Unsubscribe } from "../../domain/ports.js";
 
 export class InProcessEventBus implements EventBus {
-  private readonly ruleListeners = new Set<(change: RuleChange) => void>();
-  private readonly throttleListeners = new Set<(event: ThrottleEvent) => void>();
+  private readonly ruleListeners = new Listeners<RuleChange>();
+  private readonly throttleListeners = new Listeners<ThrottleEvent>();
+  private readonly nearLimitListeners = new Listeners<NearLimitEvent>();
 
   async publishRuleChange(change: RuleChange): Promise<void> {
-    deliver(this.ruleListeners, change);
+    this.ruleListeners.deliver(change);
   }
 
   publishThrottle(event: ThrottleEvent): void {
-    deliver(this.throttleListeners, event);
+    this.throttleListeners.deliver(event);
+  }
+
+  publishNearLimit(event: NearLimitEvent): void {
+    this.nearLimitListeners.deliver(event);
   }
 
   onRuleChange(listener: (change: RuleChange) => void): Unsubscribe {
-    this.ruleListeners.add(listener);
-    return () => this.ruleListeners.delete(listener);
+    return this.ruleListeners.add(listener);
   }
 
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe {
-    this.throttleListeners.add(listener);
-    return () => this.throttleListeners.delete(listener);
+    return this.throttleListeners.add(listener);
+  }
+
+  onNearLimit(listener: (event: NearLimitEvent) => void): Unsubscribe {
+    return this.nearLimitListeners.add(listener);
   }
 
   async close(): Promise<void> {
     this.ruleListeners.clear();
     this.throttleListeners.clear();
+    this.nearLimitListeners.clear();
   }
 }
 
-function deliver<T>(listeners: Set<(value: T) => void>, value: T): void {
-  for (const listener of listeners) {
-    try {
-      listener(value);
-    } catch {
-      // A broken listener must not keep the event from the others.
+class Listeners<T> {
+  private readonly listeners = new Set<(value: T) => void>();
+
+  add(listener: (value: T) => void): Unsubscribe {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  deliver(value: T): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(value);
+      } catch {
+        // A broken listener must not keep the event from the others.
+      }
     }
+  }
+
+  clear(): void {
+    this.listeners.clear();
   }
 }

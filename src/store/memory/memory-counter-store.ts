@@ -5,6 +5,7 @@
  * call is atomic because nothing else runs while it does.
  */
 
+import { bucketId } from "../../domain/bucket-key.js";
 import { combine, evaluate, stateExpiresAt, type CounterState } from "../../domain/algorithms/index.js";
 import { systemClock, type Clock, type CounterCall, type CounterReply, type CounterStore } from "../../domain/ports.js";
 
@@ -83,10 +84,4 @@ export class MemoryCounterStore implements CounterStore {
     if (this.sweeper) clearInterval(this.sweeper);
     this.buckets.clear();
   }
-
-}
-
-/** Rule ids never contain a newline, so the two parts cannot run into each other. */
-function bucketId(ruleId: string, key: string): string {
-  return `${ruleId}\n${key}`;
 }

@@ -54,3 +54,13 @@ export function createRedisClient(topology: RedisTopology, commandTimeoutMs: num
       });
   }
 }
+
+/**
+ * A connection for SUBSCRIBE next to `client`, to the same Redis: a subscribed
+ * connection only listens, its SUBSCRIBE waits for a connection however long
+ * that takes, and ioredis subscribes again after every reconnection (on a
+ * cluster, on another node when its node is lost).
+ */
+export function createSubscriber(client: Redis | Cluster): Redis | Cluster {
+  return client instanceof Cluster ? client.duplicate([], { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+}

@@ -1,0 +1,335 @@
+/**
+ * The benchmark: `npm run bench` (full, a few minutes) or `npm run bench --
+ * --smoke` (the CI smoke: seconds; it only shows that the harness runs).
+ *
+ * It starts, each in a process of its own and on this machine's Redis and
+ * Postgres, Floodgate (dist/main.js, NODE_ENV=production) with 10 rules,
+ * Floodgate with 10,000 rules, Floodgate with its over-limit cache off, and
+ * the baseline (scripts/bench/baseline-server.ts, rate-limiter-flexible).
+ * One load generator (autocannon, loopback) drives them one at a time, the
+ * scenarios interleaved round after round so that drift in the machine's load
+ * falls on all of them alike; each figure is the median over the rounds.
+ * First redis-benchmark measures the ceiling: decide.lua alone, pipelined.
+ *
+ * Settings: REDIS_URL and DATABASE_URL (defaults: this machine's services),
+ * BENCH_SECONDS (per run) and BENCH_ROUNDS. It prints the table, the ratios
+ * and the goals; it never fails on a figure (performance is judged by people
+ * reading the table, not by an exit code).
+ */
+
+import { cpus, loadavg } from "node:os";
+import { Redis } from "ioredis";
+import { openDatabase } from "../src/db/database.js";
+import { compileRule } from "../src/engine/compiled-rule.js";
+import { RuleIndex } from "../src/engine/rule-index.js";
+import { KeyLayout } from "../src/store/redis/key-layout.js";
+import type { CheckRequest } from "../src/domain/request.js";
+import type { Rule } from "../src/domain/rule.js";
+import { redisCeiling } from "./bench/ceiling.js";
+import { drive, type LoadResult } from "./bench/load.js";
+import { startServer, type ServerProcess } from "./bench/processes.js";
+import {
+  ATTACK_TENANT,
+  ATTACKER,
+  TENANT,
+  baselineBody,
+  caller,
+  floodgateBatchBody,
+  floodgateBody,
+  ruleSet,
+  type Caller,
+} from "./bench/workload.js";
+import { deleteByPrefix } from "./support/delete-by-prefix.js";
+import { freePort } from "./support/free-port.js";
+import { createScratchDatabase } from "./support/scratch-database.js";
+
+const smoke = process.argv.includes("--smoke");
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+/** Every request to Floodgate carries a token, as any client must (the baseline ignores it). */
+const TOKEN = `bench-${process.pid}-${Date.now()}`;
+const AUTHORIZATION = { authorization: `Bearer ${TOKEN}` };
+const SECONDS = Number(process.env.BENCH_SECONDS ?? (smoke ? 0.3 : 5));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (smoke ? 1 : 3));
+const MANY_RULES = smoke ? 500 : 10_000;
+const FEW_RULES = 10;
+const BATCH = 100;
+const CONNECTIONS = [1, 8, 32];
+const BATCH_CONNECTIONS = 4;
+const CEILING_REQUESTS = smoke ? 10_000 : 200_000;
+const KEY_PREFIX = `fgbench:${process.pid}:`;
+const BASELINE_PREFIX = `rlfbench:${process.pid}:`;
+
+interface Scenario {
+  name: string;
+  server: ServerProcess;
+  connections: number;
+  bodies: string[];
+  decisionsPerRequest: number;
+}
+
+interface Servers {
+  floodgate: ServerProcess;
+  floodgateMany: ServerProcess;
+  floodgateNoCache: ServerProcess;
+  baseline: ServerProcess;
+}
+
+interface Measured {
+  decisionsPerSecond: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  cpuUsPerDecision: number;
+  failures: number;
+}
+
+async function main(): Promise<void> {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const redis = new Redis(REDIS_URL, { lazyConnect: true });
+  await redis.connect();
+  cleanups.push(async () => {
+    for (const prefix of [KEY_PREFIX, BASELINE_PREFIX]) await deleteByPrefix(redis, prefix);
+    redis.disconnect();
+  });
+  try {
+    const fewRules = ruleSet(FEW_RULES);
+    const few = await seededDatabase("bench_few", fewRules, cleanups);
+    const many = await seededDatabase("bench_many", ruleSet(MANY_RULES), cleanups);
+    const [floodgate, floodgateMany, floodgateNoCache, baseline] = await Promise.all([
+      startFloodgate("floodgate", few.url, {}),
+      startFloodgate(`floodgate, ${MANY_RULES.toLocaleString("en")} rules`, many.url, {}),
+      startFloodgate("floodgate, over-limit cache off", few.url, { OVER_LIMIT_CACHE_SIZE: "0" }),
+      startBaseline(),
+    ]);
+    const servers: Servers = { floodgate, floodgateMany, floodgateNoCache, baseline };
+    cleanups.push(() => Promise.all(Object.values(servers).map((s) => s.stop())));
+
+    const callers = Array.from({ length: 20_000 }, (_, i) => caller(i));
+    const floodgateBodies = callers.map((c) => floodgateBody(TENANT, c));
+    const batches = Array.from({ length: 200 }, (_, i) => floodgateBatchBody(callers.slice(i * BATCH, (i + 1) * BATCH)));
+    const attack = [floodgateBody(ATTACK_TENANT, ATTACKER)];
+    await expectDecision(floodgate, floodgateBodies[0]!, true);
+    await expectDecision(floodgateMany, floodgateBodies[0]!, true);
+    await expectDecision(baseline, baselineBody(callers[0]!), true);
+    for (let i = 0; i < 11; i++) await post(floodgate, attack[0]!);
+    await expectDecision(floodgate, attack[0]!, false);
+
+    const scenarios: Scenario[] = [
+      ...CONNECTIONS.flatMap((connections) => [
+        single("single check", floodgate, connections, floodgateBodies),
+        single("single check", baseline, connections, callers.map(baselineBody)),
+      ]),
+      single("single check", floodgateMany, 32, floodgateBodies),
+      { name: `checkLimitsBatch of ${BATCH}`, server: floodgate, connections: BATCH_CONNECTIONS, bodies: batches, decisionsPerRequest: BATCH },
+      single("attack on one key over its limit", floodgate, 32, attack),
+      single("attack on one key over its limit", floodgateNoCache, 32, attack),
+    ];
+
+    console.log(header());
+    const ceiling = await redisCeiling({
+      redis,
+      redisUrl: REDIS_URL,
+      layout: new KeyLayout(KEY_PREFIX, 16_384),
+      buckets: new RuleIndex(fewRules.map(compileRule))
+        .match(requestOf(callers[0]!))
+        .map((c) => ({ ruleId: c.rule.id, key: c.keyOf(requestOf(callers[0]!))!, params: c.params })),
+      requests: CEILING_REQUESTS,
+    });
+    for (const server of Object.values(servers)) {
+      await drive({ url: server.url, connections: 8, seconds: Math.min(SECONDS, 2), bodies: bodiesFor(server, scenarios), headers: AUTHORIZATION });
+    }
+    const rounds = new Map<Scenario, Measured[]>(scenarios.map((s) => [s, []]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const scenario of scenarios) rounds.get(scenario)!.push(await measure(scenario));
+      process.stderr.write(`bench: round ${round} of ${ROUNDS} done\n`);
+    }
+    const results = new Map([...rounds].map(([scenario, runs]) => [scenario, median(runs)]));
+
+    console.log(table(results));
+    console.log(`\nceiling: redis-benchmark, decide.lua (EVALSHA) with the three rules of a bench check, -c 32 -P 16: ${fmt(ceiling, 0)} decisions/s`);
+    console.log(goals(results, servers, ceiling));
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error("bench: cleanup failed:", error));
+  }
+}
+
+function single(name: string, server: ServerProcess, connections: number, bodies: string[]): Scenario {
+  return { name, server, connections, bodies, decisionsPerRequest: 1 };
+}
+
+function bodiesFor(server: ServerProcess, scenarios: readonly Scenario[]): string[] {
+  return scenarios.find((s) => s.server === server && s.decisionsPerRequest === 1)!.bodies;
+}
+
+async function measure(scenario: Scenario): Promise<Measured> {
+  const cpuBefore = scenario.server.cpuMs();
+  const load: LoadResult = await drive({
+    url: scenario.server.url,
+    connections: scenario.connections,
+    seconds: SECONDS,
+    bodies: scenario.bodies,
+    headers: AUTHORIZATION,
+  });
+  const cpuMs = scenario.server.cpuMs() - cpuBefore;
+  const decisions = load.requests * scenario.decisionsPerRequest;
+  return {
+    decisionsPerSecond: load.requestsPerSecond * scenario.decisionsPerRequest,
+    p50: load.p50,
+    p99: load.p99,
+    p999: load.p999,
+    cpuUsPerDecision: decisions === 0 ? NaN : (cpuMs * 1000) / decisions,
+    failures: load.failures,
+  };
+}
+
+function median(runs: readonly Measured[]): Measured {
+  const of = (pick: (m: Measured) => number) => {
+    const sorted = runs.map(pick).sort((a, b) => a - b);
+    return sorted[Math.floor((sorted.length - 1) / 2)]!;
+  };
+  return {
+    decisionsPerSecond: of((m) => m.decisionsPerSecond),
+    p50: of((m) => m.p50),
+    p99: of((m) => m.p99),
+    p999: of((m) => m.p999),
+    cpuUsPerDecision: of((m) => m.cpuUsPerDecision),
+    failures: runs.reduce((sum, m) => sum + m.failures, 0),
+  };
+}
+
+async function seededDatabase(purpose: string, rules: Rule[], cleanups: (() => Promise<unknown>)[]): Promise<{ url: string }> {
+  const scratch = await createScratchDatabase(purpose);
+  cleanups.push(() => scratch.drop());
+  const database = await openDatabase({ kind: "postgres", url: scratch.url });
+  try {
+    await database.migrate();
+    await database.prisma.rule.createMany({ data: rules });
+  } finally {
+    await database.close();
+  }
+  return scratch;
+}
+
+async function startFloodgate(name: string, databaseUrl: string, env: Record<string, string>): Promise<ServerProcess> {
+  const port = await freePort();
+  return startServer({
+    name,
+    args: ["dist/main.js"],
+    env: {
+      NODE_ENV: "production",
+      LOG_LEVEL: "warn",
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATABASE_URL: databaseUrl,
+      REDIS_URL,
+      REDIS_KEY_PREFIX: KEY_PREFIX,
+      ADMIN_TOKEN: TOKEN,
+      ...env,
+    },
+    url: `http://127.0.0.1:${port}/graphql`,
+    readyUrl: `http://127.0.0.1:${port}/readyz`,
+  });
+}
+
+async function startBaseline(): Promise<ServerProcess> {
+  const port = await freePort();
+  return startServer({
+    name: "baseline (rate-limiter-flexible)",
+    args: ["--import", "tsx", "scripts/bench/baseline-server.ts"],
+    env: { PORT: String(port), REDIS_URL, KEY_PREFIX: BASELINE_PREFIX },
+    url: `http://127.0.0.1:${port}/check`,
+    readyUrl: `http://127.0.0.1:${port}/readyz`,
+  });
+}
+
+async function post(server: ServerProcess, body: string): Promise<unknown> {
+  const response = await fetch(server.url, { method: "POST", headers: { "content-type": "application/json", ...AUTHORIZATION }, body });
+  return response.json();
+}
+
+/** One request answered as expected, before anything is timed: a server that answers errors fast must not win. */
+async function expectDecision(server: ServerProcess, body: string, allowed: boolean): Promise<void> {
+  const answer = (await post(server, body)) as { allowed?: boolean; data?: { checkLimits?: { allowed: boolean } } };
+  const got = answer.data?.checkLimits?.allowed ?? answer.allowed;
+  if (got !== allowed) throw new Error(`${server.name} answered ${JSON.stringify(answer)}, expected allowed: ${allowed}`);
+}
+
+function requestOf(c: Caller): CheckRequest {
+  return { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
+}
+
+function header(): string {
+  const cpu = cpus()[0]?.model ?? "unknown CPU";
+  return [
+    `bench: ${smoke ? "SMOKE (figures meaningless)" : "full"} run, ${ROUNDS} round(s) of ${SECONDS} s per scenario, median shown`,
+    `machine: ${cpus().length} cores (${cpu}), load average ${loadavg().map((l) => l.toFixed(2)).join(" ")} at start, node ${process.version}`,
+    `load generator: autocannon on loopback, in this process; the servers, Redis and it share the machine`,
+  ].join("\n");
+}
+
+const COLUMNS = ["scenario", "server", "conns", "decisions/s", "p50 ms", "p99 ms", "p99.9 ms", "CPU µs/decision"];
+
+function table(results: Map<Scenario, Measured>): string {
+  const rows = [...results].map(([s, m]) => [
+    s.name,
+    s.server.name,
+    String(s.connections),
+    fmt(m.decisionsPerSecond, 0),
+    fmt(m.p50, 2),
+    fmt(m.p99, 2),
+    fmt(m.p999, 2),
+    fmt(m.cpuUsPerDecision, 1) + (m.failures > 0 ? ` (${m.failures} failed)` : ""),
+  ]);
+  const widths = COLUMNS.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(" | ")} |`;
+  return ["", line(COLUMNS), `|${widths.map((w, i) => (i < 2 ? "-".repeat(w + 2) : `${"-".repeat(w + 1)}:`)).join("|")}|`, ...rows.map(line)].join("\n");
+}
+
+function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: number): string {
+  const { floodgate, floodgateMany, floodgateNoCache, baseline } = servers;
+  const find = (name: string, server: ServerProcess, connections: number) =>
+    [...results].find(([s]) => s.name.startsWith(name) && s.server === server && s.connections === connections)![1];
+  const fg32 = find("single", floodgate, 32);
+  const base32 = find("single", baseline, 32);
+  const fg1 = find("single", floodgate, 1);
+  const batch = find("checkLimitsBatch", floodgate, BATCH_CONNECTIONS);
+  const many = find("single", floodgateMany, 32);
+  const attack = find("attack", floodgate, 32);
+  const attackNoCache = find("attack", floodgateNoCache, 32);
+  const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+  const rows = [
+    [
+      "single check, 32 conns: Floodgate >= 1.5x baseline decisions/s, p99 no worse",
+      `${ratio(fg32.decisionsPerSecond, base32.decisionsPerSecond)} decisions/s, p99 ${fmt(fg32.p99, 2)} vs ${fmt(base32.p99, 2)} ms`,
+      verdict(fg32.decisionsPerSecond >= 1.5 * base32.decisionsPerSecond && fg32.p99 <= base32.p99),
+    ],
+    [
+      `checkLimitsBatch of ${BATCH} >= 60% of the redis-benchmark ceiling`,
+      `${fmt((100 * batch.decisionsPerSecond) / ceiling, 0)}% (${fmt(batch.decisionsPerSecond, 0)} of ${fmt(ceiling, 0)})`,
+      verdict(batch.decisionsPerSecond >= 0.6 * ceiling),
+    ],
+    ["1 connection: p99 < 1 ms", `${fmt(fg1.p99, 3)} ms`, verdict(fg1.p99 < 1)],
+    [
+      `${MANY_RULES.toLocaleString("en")} rules: within 10% of ${FEW_RULES} rules`,
+      ratio(many.decisionsPerSecond, fg32.decisionsPerSecond),
+      verdict(many.decisionsPerSecond >= 0.9 * fg32.decisionsPerSecond),
+    ],
+    [
+      "attack on one key over its limit: >= 5x normal single checks",
+      `${ratio(attack.decisionsPerSecond, fg32.decisionsPerSecond)} (cache off: ${ratio(attackNoCache.decisionsPerSecond, fg32.decisionsPerSecond)})`,
+      verdict(attack.decisionsPerSecond >= 5 * fg32.decisionsPerSecond),
+    ],
+  ];
+  const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return ["\ngoals (ratios from the same run):", ...rows.map((r) => `  ${r.map((c, i) => c.padEnd(widths[i]!)).join("  ")}`)].join("\n");
+}
+
+function ratio(a: number, b: number): string {
+  return `${(a / b).toFixed(2)}x`;
+}
+
+function fmt(value: number, digits: number): string {
+  return Number.isFinite(value) ? value.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits }) : "-";
+}
+
+await main();

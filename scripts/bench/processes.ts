@@ -1,0 +1,82 @@
+/**
+ * The servers under test, each in a process of its own, so that each one's
+ * CPU time can be read from /proc/<pid>/stat (user + system) around a run and
+ * divided by the decisions it made.
+ */
+
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+
+export interface ServerProcess {
+  readonly name: string;
+  readonly url: string;
+  /** User plus system CPU time the process has used so far, in milliseconds. */
+  cpuMs(): number;
+  stop(): Promise<void>;
+}
+
+const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+const READY_TIMEOUT_MS = 120_000;
+
+export async function startServer(options: {
+  name: string;
+  args: string[];
+  env: Record<string, string>;
+  /** Where requests go. */
+  url: string;
+  /** Polled until it answers 200. */
+  readyUrl: string;
+}): Promise<ServerProcess> {
+  const child = spawn(process.execPath, options.args, {
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString("utf8")).slice(-4000);
+  };
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  try {
+    await waitUntilReady(options.readyUrl, exited);
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw new Error(`${options.name} did not start: ${(error as Error).message}\n${output}`);
+  }
+  return {
+    name: options.name,
+    url: options.url,
+    cpuMs: () => cpuMsOf(child),
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function waitUntilReady(url: string, exited: Promise<number | null>): Promise<void> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (gone) throw new Error("the process exited");
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not answer 200 within ${READY_TIMEOUT_MS / 1000} s`);
+}
+
+/** utime and stime are fields 14 and 15 of /proc/<pid>/stat, counted after the ")" that ends the command name. */
+function cpuMsOf(child: ChildProcess): number {
+  const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+}

@@ -1,0 +1,108 @@
+/**
+ * What `npm run bench` asks: the three rules both servers enforce, the callers
+ * that ask, and the request bodies each server is sent. Both servers see the
+ * same callers in the same order.
+ *
+ * Limits are high enough that normal checks are always allowed (the bench
+ * measures deciding, not refusing), except for the attack tenant, whose
+ * per-user rule (10 per hour) the attacker is far over.
+ */
+
+import { randomUUID } from "node:crypto";
+import type { HttpMethod, Rule } from "../../src/domain/rule.js";
+import { validateNewRule, type RuleInput } from "../../src/domain/rule-validation.js";
+
+export const LIMITS = {
+  windowSeconds: 60,
+  perUser: 1_000_000,
+  perIp: 1_000_000,
+  perEndpoint: 1_000_000_000,
+} as const;
+
+export const TENANT = "bench";
+export const ATTACK_TENANT = "bench-attack";
+const USERS = 10_000;
+const IPS = 1_000;
+const ENDPOINTS = ["orders", "users", "carts", "search", "payments", "invoices", "reports", "items", "reviews", "sessions"];
+
+export interface Caller {
+  userId: string;
+  ip: string;
+  method: HttpMethod;
+  resource: string;
+}
+
+/** The i-th caller of the normal workload: 10,000 users behind 1,000 IPs over 10 endpoints. */
+export function caller(i: number): Caller {
+  const user = (i * 7919) % USERS;
+  const ip = user % IPS;
+  return {
+    userId: `u${user}`,
+    ip: `10.${(ip >> 8) & 255}.${ip & 255}.7`,
+    method: "POST",
+    resource: `/api/v1/${ENDPOINTS[i % ENDPOINTS.length]}`,
+  };
+}
+
+/** One caller, always the same, already far over its per-user limit. */
+export const ATTACKER: Caller = { userId: "mallory", ip: "10.255.0.1", method: "POST", resource: "/api/v1/orders" };
+
+/** The three rules of a tenant, as Floodgate stores them. */
+function tenantRules(tenantId: string, perUser: { limit: number; window: number; windowUnit: "MINUTES" | "HOURS" }): RuleInput[] {
+  const common = { tenantId, resource: "/api/**", window: 1, windowUnit: "MINUTES" };
+  return [
+    { ...common, name: "per-user", scope: ["USER"], ...perUser },
+    { ...common, name: "per-ip", scope: ["IP"], limit: LIMITS.perIp },
+    { ...common, name: "per-endpoint", scope: ["ENDPOINT"], limit: LIMITS.perEndpoint },
+  ];
+}
+
+const FILLER_METHODS: HttpMethod[] = ["GET", "PUT", "DELETE", "PATCH"];
+
+/**
+ * Rules that never apply to a bench request but sit where a careless index
+ * would still look at them: other tenants (most), other resource prefixes of
+ * the bench tenant, deeper paths under the bench's endpoints, and the bench's
+ * own prefix with other methods.
+ */
+function fillerRule(i: number): RuleInput {
+  const common = { name: `filler-${i}`, scope: ["USER"], limit: 100, window: 1, windowUnit: "MINUTES" };
+  switch (i % 10) {
+    case 0:
+      return { ...common, tenantId: TENANT, resource: `/svc${i}/**` };
+    case 1:
+      return { ...common, tenantId: TENANT, resource: `/api/v1/orders/x${i}` };
+    case 2:
+      return { ...common, tenantId: TENANT, resource: "/api/**", method: FILLER_METHODS[Math.floor(i / 10) % FILLER_METHODS.length] };
+    default:
+      return { ...common, tenantId: `tenant-${i % 997}`, resource: i % 2 === 0 ? "/api/**" : null };
+  }
+}
+
+/** Every rule of a rule set of `total` rules: the bench's and the attack tenant's three each, and fillers. */
+export function ruleSet(total: number): Rule[] {
+  const inputs = [
+    ...tenantRules(TENANT, { limit: LIMITS.perUser, window: 1, windowUnit: "MINUTES" }),
+    ...tenantRules(ATTACK_TENANT, { limit: 10, window: 1, windowUnit: "HOURS" }),
+  ];
+  for (let i = 0; inputs.length < total; i++) inputs.push(fillerRule(i));
+  const at = new Date();
+  return inputs.map((input) => ({ ...validateNewRule(input), id: randomUUID(), version: 1, createdAt: at, updatedAt: at }));
+}
+
+/** What a gateway reads from a decision: the verdict, the wait, and the headers to send. */
+const SELECTION = "allowed retryAfter headers { name value }";
+const CHECK = `query Check($r: CheckLimitsInput!) { checkLimits(request: $r) { ${SELECTION} } }`;
+const CHECK_BATCH = `query CheckBatch($r: [CheckLimitsInput!]!) { checkLimitsBatch(requests: $r) { ${SELECTION} } }`;
+
+export function floodgateBody(tenantId: string, c: Caller): string {
+  return JSON.stringify({ query: CHECK, variables: { r: { tenantId, ...c } } });
+}
+
+export function floodgateBatchBody(callers: readonly Caller[]): string {
+  return JSON.stringify({ query: CHECK_BATCH, variables: { r: callers.map((c) => ({ tenantId: TENANT, ...c })) } });
+}
+
+export function baselineBody(c: Caller): string {
+  return JSON.stringify(c);
+}

@@ -1,0 +1,23 @@
+import { Arg, Ctx, ID, Mutation, Query, Resolver } from "type-graphql";
+import type { ApiKey } from "../../domain/ports.js";
+import type { CreatedApiKey } from "../../engine/api-key-service.js";
+import type { ApiContext } from "../context.js";
+import { ApiKeyType, CreateApiKeyInput, CreatedApiKeyType } from "../types/api-key.type.js";
+
+@Resolver()
+export class ApiKeyResolver {
+  @Mutation(() => CreatedApiKeyType)
+  createApiKey(@Arg("input", () => CreateApiKeyInput) input: CreateApiKeyInput, @Ctx() ctx: ApiContext): Promise<CreatedApiKey> {
+    return ctx.services.keys.create(ctx.principal, { ...input });
+  }
+
+  @Mutation(() => Boolean)
+  revokeApiKey(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Promise<boolean> {
+    return ctx.services.keys.revoke(ctx.principal, id);
+  }
+
+  @Query(() => [ApiKeyType])
+  apiKeys(@Arg("tenantId", () => String, { nullable: true }) tenantId: string | null, @Ctx() ctx: ApiContext): Promise<ApiKey[]> {
+    return ctx.services.keys.list(ctx.principal, tenantId);
+  }
+}

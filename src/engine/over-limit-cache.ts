@@ -1,0 +1,98 @@
+/**
+ * Envoy's local cache of over-limit buckets. When the counter store refuses a
+ * request because a bucket is over its limit, the refusal says how long until
+ * a request of that cost would conform (retryAfterMs). Until then the answer
+ * for that bucket cannot change by itself: buckets only drain with time, and
+ * other requests only add to them. So this instance remembers the refusal and
+ * refuses the same bucket's requests itself, without a round trip, until then.
+ *
+ * Worked example: per-user limit 5 per minute, u1 sends its 6th request at
+ * 12:00:20; the store refuses it with retryAfterMs 40,000. Every request of
+ * u1 (cost 1 or more) until 12:01:00 by this instance's clock is refused here.
+ * The first one after that goes to the store again.
+ *
+ * Why it stays correct:
+ *   - It only ever refuses, never admits; a refused request consumes nothing
+ *     anywhere, which is exactly what the store would have done.
+ *   - The expiry is counted from when the call was sent, which is no later
+ *     than when the store decided: the entry ends a little early, never late.
+ *   - A refusal for cost c holds for costs of c or more only (a larger request
+ *     never conforms sooner), not for smaller ones.
+ *   - An entry holds the rule's parameters; once the rule changes (a raised
+ *     limit, another window or algorithm) they differ and the entry is
+ *     dropped, so the change takes effect at once. resetLimit forgets the
+ *     bucket's entry.
+ *   - LOG_ONLY rules never refuse, so they are never cached.
+ * What it cannot see: a resetLimit sent to another instance. That instance
+ * forgets its own entry; this one keeps refusing until the entry's time,
+ * which is when the bucket would have conformed anyway had it not been reset.
+ *
+ * Memory is bounded: at most maxEntries buckets, the oldest entry going first
+ * when a new one needs room, and expired entries dropped when met.
+ */
+
+import type { BucketOutcome, LimitParams } from "../domain/algorithms/index.js";
+import { bucketId } from "../domain/bucket-key.js";
+import type { BucketRef } from "../domain/ports.js";
+
+interface Entry {
+  params: LimitParams;
+  /** The smallest cost known to be refused until untilMs. */
+  cost: number;
+  /** By this instance's clock. */
+  untilMs: number;
+  remaining: number;
+  resetAtMs: number;
+}
+
+export class OverLimitCache {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly maxEntries: number) {}
+
+  /**
+   * The outcome the store would give for this bucket, if the cache knows it
+   * refuses a request of `cost` at `nowMs`; null when it does not know.
+   */
+  refusal(bucket: BucketRef, cost: number, nowMs: number): BucketOutcome | null {
+    const id = bucketId(bucket.ruleId, bucket.key);
+    const entry = this.entries.get(id);
+    if (entry === undefined) return null;
+    if (entry.untilMs <= nowMs || !sameParams(entry.params, bucket.params)) {
+      this.entries.delete(id);
+      return null;
+    }
+    if (cost < entry.cost) return null;
+    return { conforming: false, remaining: entry.remaining, resetAtMs: entry.resetAtMs, retryAfterMs: entry.untilMs - nowMs, delayMs: 0 };
+  }
+
+  /**
+   * Learns from one bucket's outcome in a store's reply: a refusal by an
+   * enforcing rule is kept until `sentAtMs + retryAfterMs`, sentAtMs being
+   * this instance's clock when the call was sent.
+   */
+  remember(bucket: BucketRef, cost: number, outcome: BucketOutcome, sentAtMs: number): void {
+    if (outcome.conforming || outcome.retryAfterMs === null || outcome.retryAfterMs <= 0) return;
+    if (bucket.params.action === "LOG_ONLY") return;
+    const id = bucketId(bucket.ruleId, bucket.key);
+    const known = this.entries.get(id);
+    const untilMs = sentAtMs + outcome.retryAfterMs;
+    if (known !== undefined && sameParams(known.params, bucket.params) && known.cost <= cost && known.untilMs >= untilMs) return;
+    this.entries.delete(id);
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(id, { params: bucket.params, cost, untilMs, remaining: outcome.remaining, resetAtMs: outcome.resetAtMs });
+  }
+
+  /** Forgets a bucket (after resetLimit). */
+  forget(ruleId: string, key: string): void {
+    this.entries.delete(bucketId(ruleId, key));
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+function sameParams(a: LimitParams, b: LimitParams): boolean {
+  return a === b || (a.algorithm === b.algorithm && a.limit === b.limit && a.windowMs === b.windowMs && a.capacity === b.capacity && a.action === b.action);
+}

@@ -1,0 +1,104 @@
+/** Prometheus metrics at GET /metrics (prom-client), fed by the engine's Telemetry. */
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { BreakerState } from "../engine/circuit-breaker.js";
+import type { DecisionOutcome, Telemetry } from "../engine/telemetry.js";
+
+const BREAKER_VALUES: Record<BreakerState, number> = { closed: 0, "half-open": 1, open: 2 };
+
+export interface MetricsSources {
+  ruleCount: () => number;
+  /** When the rules were last loaded in full, or null. */
+  rulesLoadedAt: () => Date | null;
+}
+
+export class PrometheusTelemetry implements Telemetry {
+  readonly registry = new Registry();
+  private readonly decisions: Counter<"tenant" | "rule" | "outcome">;
+  private readonly checkSeconds: Histogram;
+  private readonly checks: Counter;
+  private readonly storeSeconds: Histogram;
+  private readonly storeErrors: Counter;
+  private readonly breaker: Gauge;
+  private readonly subscriptions: Gauge;
+  private readonly dropped: Counter;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: "floodgate_process_" });
+    this.decisions = new Counter({
+      name: "floodgate_rule_decisions_total",
+      help: "Rule verdicts by the rule's tenant, the rule's id and the outcome (allowed, denied, shadow, degraded).",
+      labelNames: ["tenant", "rule", "outcome"],
+      registers,
+    });
+    this.checkSeconds = new Histogram({
+      name: "floodgate_check_duration_seconds",
+      help: "Time to decide one call of the limiter (one check, or the checks of one operation together).",
+      buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.checks = new Counter({ name: "floodgate_checks_total", help: "Checks decided.", registers });
+    this.storeSeconds = new Histogram({
+      name: "floodgate_counter_store_duration_seconds",
+      help: "Round trips to the counter store (Redis), successful or not.",
+      buckets: [0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1],
+      registers,
+    });
+    this.storeErrors = new Counter({
+      name: "floodgate_counter_store_errors_total",
+      help: "Counter store round trips that failed or missed their deadline.",
+      registers,
+    });
+    this.breaker = new Gauge({ name: "floodgate_circuit_breaker_state", help: "Counter store breaker: 0 closed, 1 half-open, 2 open.", registers });
+    this.subscriptions = new Gauge({ name: "floodgate_subscriptions", help: "Open GraphQL subscriptions.", registers });
+    this.dropped = new Counter({ name: "floodgate_events_dropped_total", help: "Events not delivered to subscribers that fell too far behind (their subscriptions were ended).", registers });
+    new Gauge({
+      name: "floodgate_rules",
+      help: "Rules held in memory.",
+      registers,
+      collect() {
+        this.set(sources.ruleCount());
+      },
+    });
+    new Gauge({
+      name: "floodgate_rules_load_age_seconds",
+      help: "Seconds since the rules were last loaded in full.",
+      registers,
+      collect() {
+        const at = sources.rulesLoadedAt();
+        this.set(at === null ? -1 : (Date.now() - at.getTime()) / 1000);
+      },
+    });
+  }
+
+  ruleDecided(tenantId: string, ruleId: string, outcome: DecisionOutcome): void {
+    this.decisions.inc({ tenant: tenantId, rule: ruleId, outcome });
+  }
+
+  checked(seconds: number, checks: number): void {
+    this.checkSeconds.observe(seconds);
+    this.checks.inc(checks);
+  }
+
+  storeCalled(seconds: number, failed: boolean): void {
+    this.storeSeconds.observe(seconds);
+    if (failed) this.storeErrors.inc();
+  }
+
+  breakerChanged(state: BreakerState): void {
+    this.breaker.set(BREAKER_VALUES[state]);
+  }
+
+  subscriptionOpened(): void {
+    this.subscriptions.inc();
+  }
+
+  subscriptionClosed(): void {
+    this.subscriptions.dec();
+  }
+
+  eventsDropped(count: number): void {
+    this.dropped.inc(count);
+  }
+}

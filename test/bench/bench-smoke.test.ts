@@ -1,0 +1,24 @@
+/**
+ * The benchmark's CI smoke: `npm run bench -- --smoke` runs every scenario for
+ * a fraction of a second and prints the table. It checks that the harness
+ * works, never a figure: performance is read from the full run's table.
+ */
+
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { postgresAvailable, redisAvailable } from "../support/services.js";
+
+const run = promisify(execFile);
+const available = (await redisAvailable()) && (await postgresAvailable());
+
+describe.runIf(available)("npm run bench -- --smoke", () => {
+  it("runs every scenario and prints the table, the ceiling and the goals", { timeout: 240_000 }, async () => {
+    const { stdout } = await run("npm", ["run", "bench", "--silent", "--", "--smoke"], { maxBuffer: 1 << 20 });
+    expect(stdout).toMatch(/\| scenario +\| server +\| conns \| decisions\/s \| p50 ms \| p99 ms \| p99\.9 ms \| CPU µs\/decision \|/);
+    for (const scenario of ["single check", "checkLimitsBatch of 100", "attack on one key over its limit"]) expect(stdout).toContain(`| ${scenario}`);
+    expect(stdout).toMatch(/ceiling: redis-benchmark.*: [\d,]+ decisions\/s/);
+    expect(stdout).toContain("goals (ratios from the same run):");
+    expect(stdout).not.toMatch(/failed\)/);
+  });
+});

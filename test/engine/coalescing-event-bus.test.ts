@@ -1,0 +1,183 @@
+/**
+ * Coalescing of throttle and near-limit events, with intervals ended by hand
+ * (flush) so that every count is exact and nothing depends on timing; and the
+ * flood: 50,000 denials through the limiter itself.
+ */
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
+import { systemClock } from "../../src/domain/ports.js";
+import { CoalescingEventBus, OTHER_KEYS } from "../../src/engine/coalescing-event-bus.js";
+import { BOOTSTRAP } from "../../src/engine/api-key-service.js";
+import { Limiter } from "../../src/engine/limiter.js";
+import { RuleBook } from "../../src/engine/rule-book.js";
+import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
+import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
+import { ManualClock } from "../support/clock.js";
+import { makeCheckRequest, makeRule } from "./rule-factory.js";
+
+function throttle(fields: Partial<ThrottleEvent> = {}): ThrottleEvent {
+  return {
+    at: new Date(0),
+    tenantId: "acme",
+    ruleId: "r1",
+    ruleName: "per-user",
+    key: "user:u1",
+    resource: "/api",
+    method: "GET",
+    action: "REJECT",
+    limit: 5,
+    retryAfter: 10,
+    shadow: false,
+    count: 1,
+    ...fields,
+  };
+}
+
+function nearLimit(fields: Partial<NearLimitEvent> = {}): NearLimitEvent {
+  const { retryAfter: _retryAfter, ...base } = throttle();
+  return { ...base, remaining: 0, ...fields };
+}
+
+/** The events one bus publishes, as the bus behind it receives them. */
+function collect(inner: InProcessEventBus) {
+  const throttles: ThrottleEvent[] = [];
+  const nearLimits: NearLimitEvent[] = [];
+  inner.onThrottle((e) => throttles.push(e));
+  inner.onNearLimit((e) => nearLimits.push(e));
+  return { throttles, nearLimits };
+}
+
+const total = (events: readonly { count: number }[]) => events.reduce((sum, e) => sum + e.count, 0);
+
+describe("CoalescingEventBus", () => {
+  let inner: InProcessEventBus;
+  let bus: CoalescingEventBus;
+  let seen: ReturnType<typeof collect>;
+
+  beforeEach(() => {
+    inner = new InProcessEventBus();
+    bus = new CoalescingEventBus(inner, { intervalMs: 0, maxKeys: 4 });
+    seen = collect(inner);
+  });
+
+  afterEach(async () => {
+    await bus.close();
+  });
+
+  it("publishes a bucket's first event at once, and the ones after it as one event with their count when the interval ends", () => {
+    bus.publishThrottle(throttle({ retryAfter: 10 }));
+    expect(seen.throttles).toEqual([throttle({ retryAfter: 10 })]);
+    bus.publishThrottle(throttle({ retryAfter: 9 }));
+    bus.publishThrottle(throttle({ retryAfter: 8, at: new Date(5) }));
+    expect(seen.throttles).toHaveLength(1);
+    bus.flush();
+    expect(seen.throttles).toEqual([throttle({ retryAfter: 10 }), throttle({ retryAfter: 8, at: new Date(5), count: 2 })]);
+  });
+
+  it("under a steady flood on one bucket publishes one event per interval, and the counts add up exactly", () => {
+    for (let interval = 0; interval < 4; interval++) {
+      for (let i = 0; i < 1000; i++) bus.publishThrottle(throttle());
+      bus.flush();
+    }
+    expect(seen.throttles.map((e) => e.count)).toEqual([1, 999, 1000, 1000, 1000]);
+    expect(total(seen.throttles)).toBe(4000);
+  });
+
+  it("forgets a bucket quiet for a whole interval, so its next event goes out at once again", () => {
+    bus.publishThrottle(throttle());
+    bus.flush();
+    bus.flush();
+    bus.publishThrottle(throttle());
+    expect(seen.throttles.map((e) => e.count)).toEqual([1, 1]);
+  });
+
+  it("keeps buckets, rules and shadow events apart", () => {
+    const kinds = [throttle(), throttle({ key: "user:u2" }), throttle({ ruleId: "r2" }), throttle({ shadow: true, action: "LOG_ONLY" })];
+    for (const event of kinds) for (let i = 0; i < 3; i++) bus.publishThrottle(event);
+    bus.flush();
+    expect(seen.throttles).toEqual([...kinds, ...kinds.map((e) => ({ ...e, count: 2 }))]);
+  });
+
+  it("gathers the events of buckets beyond maxKeys per rule under OTHER_KEYS, still counting every one", () => {
+    for (let user = 1; user <= 10; user++) for (let i = 0; i < 5; i++) bus.publishThrottle(throttle({ key: `user:u${user}` }));
+    expect(seen.throttles.map((e) => [e.key, e.count])).toEqual([
+      ["user:u1", 1],
+      ["user:u2", 1],
+      ["user:u3", 1],
+      ["user:u4", 1],
+      [OTHER_KEYS, 1],
+    ]);
+    bus.flush();
+    expect(seen.throttles.slice(5).map((e) => [e.key, e.count])).toEqual([
+      ["user:u1", 4],
+      ["user:u2", 4],
+      ["user:u3", 4],
+      ["user:u4", 4],
+      [OTHER_KEYS, 29],
+    ]);
+    expect(total(seen.throttles)).toBe(50);
+  });
+
+  it("coalesces near-limit events alike, apart from throttle events", () => {
+    for (let i = 0; i < 3; i++) {
+      bus.publishNearLimit(nearLimit({ remaining: 2 - i }));
+      bus.publishThrottle(throttle());
+    }
+    bus.flush();
+    expect(seen.nearLimits).toEqual([nearLimit({ remaining: 2 }), nearLimit({ remaining: 0, count: 2 })]);
+    expect(seen.throttles.map((e) => e.count)).toEqual([1, 2]);
+  });
+
+  it("publishes what is still counted when it closes", async () => {
+    bus.publishThrottle(throttle());
+    bus.publishThrottle(throttle());
+    await bus.close();
+    expect(seen.throttles.map((e) => e.count)).toEqual([1, 1]);
+  });
+
+  it("passes rule changes and listeners straight through", async () => {
+    const change: RuleChange = { kind: "DELETED", ruleId: "r1", tenantId: "acme", version: 2, rule: null, at: new Date(0) };
+    const heard: RuleChange[] = [];
+    bus.onRuleChange((c) => heard.push(c));
+    await bus.publishRuleChange(change);
+    expect(heard).toEqual([change]);
+  });
+});
+
+describe("a flood of 50,000 denials on one bucket, through the limiter", () => {
+  it("publishes a bounded number of throttle events whose counts add up to exactly 50,000", async () => {
+    const clock = new ManualClock();
+    const store = new MemoryCounterStore({ clock, sweepIntervalMs: 0 });
+    const inner = new InProcessEventBus();
+    const bus = new CoalescingEventBus(inner, { intervalMs: 0, maxKeys: 10_000 });
+    const seen = collect(inner);
+    const book = new RuleBook();
+    const rule = makeRule({ tenantId: "acme", scope: ["USER"], limit: 1, window: 1, windowUnit: "DAYS" });
+    book.load([rule]);
+    const limiter = new Limiter(book, store, bus, systemClock);
+    const request = makeCheckRequest();
+
+    const [first] = await limiter.check(BOOTSTRAP, [request]);
+    expect(first!.allowed).toBe(true);
+    // Ten intervals of 5,000 denials each, checked 1,000 to a call.
+    let denied = 0;
+    for (let interval = 0; interval < 10; interval++) {
+      for (let call = 0; call < 5; call++) {
+        const decisions = await limiter.check(BOOTSTRAP, Array.from({ length: 1000 }, () => request));
+        denied += decisions.filter((d) => !d.allowed).length;
+        clock.advance(100);
+      }
+      bus.flush();
+    }
+
+    expect(denied).toBe(50_000);
+    expect(seen.throttles).toHaveLength(11);
+    expect(seen.throttles.map((e) => e.count)).toEqual([1, 4999, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000]);
+    expect(total(seen.throttles)).toBe(50_000);
+    expect(seen.throttles.every((e) => e.ruleId === rule.id && e.key === "user:u1" && !e.shadow)).toBe(true);
+    console.log(`flood through the limiter: ${denied} denials -> ${seen.throttles.length} throttle events, counts summing to ${total(seen.throttles)}`);
+    await bus.close();
+    await store.close();
+  });
+});

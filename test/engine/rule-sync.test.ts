@@ -1,0 +1,122 @@
+/**
+ * RuleSync keeps a rule book current from the event bus and from full
+ * reloads, and never lets either take a rule back to an older version. Two
+ * "instances" here are two books on one in-process bus over one repository.
+ */
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { RuleChange } from "../../src/domain/events.js";
+import { systemClock } from "../../src/domain/ports.js";
+import type { Rule } from "../../src/domain/rule.js";
+import { specOf } from "../../src/domain/rule-validation.js";
+import { BOOTSTRAP } from "../../src/engine/api-key-service.js";
+import { RuleBook } from "../../src/engine/rule-book.js";
+import { RuleService } from "../../src/engine/rule-service.js";
+import { RuleSync } from "../../src/engine/rule-sync.js";
+import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
+import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
+import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
+import { makeRule } from "./rule-factory.js";
+
+const SPEC = specOf(makeRule({ tenantId: "acme", name: "per-user", scope: ["USER"] }));
+
+function syncOf(book: RuleBook, repository: InMemoryRuleRepository, events: InProcessEventBus): RuleSync {
+  return new RuleSync({
+    repository,
+    book,
+    events,
+    prepare: async () => undefined,
+    snapshot: null,
+    reloadIntervalMs: 0,
+    retryMs: 1000,
+    log: { info: () => undefined, warn: () => undefined },
+  });
+}
+
+function change(kind: RuleChange["kind"], rule: Rule, version = rule.version): RuleChange {
+  return { kind, ruleId: rule.id, tenantId: rule.tenantId, version, rule: kind === "DELETED" ? null : rule, at: new Date() };
+}
+
+describe("RuleSync", () => {
+  let repository: InMemoryRuleRepository;
+  let events: InProcessEventBus;
+  let book: RuleBook;
+  let sync: RuleSync;
+
+  beforeEach(async () => {
+    repository = new InMemoryRuleRepository();
+    events = new InProcessEventBus();
+    book = new RuleBook();
+    sync = syncOf(book, repository, events);
+  });
+
+  afterEach(async () => {
+    await sync.close();
+    await events.close();
+  });
+
+  it("loads the repository's rules on start", async () => {
+    const rule = await repository.create("r1", SPEC);
+    await sync.start();
+    expect(book.size).toBe(1);
+    expect(book.get("r1")).toEqual(rule);
+  });
+
+  it("applies the changes it hears: created, updated, deleted", async () => {
+    await sync.start();
+    const created = await repository.create("r1", SPEC);
+    await events.publishRuleChange(change("CREATED", created));
+    expect(book.get("r1")).toEqual(created);
+    const updated = (await repository.update("r1", { ...SPEC, limit: 7 }, 1))!;
+    await events.publishRuleChange(change("UPDATED", updated));
+    expect(book.get("r1")?.limit).toBe(7);
+    await events.publishRuleChange(change("DELETED", updated, 3));
+    expect(book.get("r1")).toBeNull();
+  });
+
+  it("picks up at the next reload a change whose message never arrived", async () => {
+    await sync.start();
+    await repository.create("r1", SPEC);
+    expect(book.get("r1")).toBeNull();
+    await sync.reload();
+    expect(book.get("r1")?.limit).toBe(5);
+  });
+
+  it("never goes back to an older version: not for a late message, not for a reload that read before a change", async () => {
+    await sync.start();
+    const v1 = await repository.create("r1", SPEC);
+    const v2 = (await repository.update("r1", { ...SPEC, limit: 7 }, 1))!;
+    await events.publishRuleChange(change("UPDATED", v2));
+    await events.publishRuleChange(change("CREATED", v1));
+    expect(book.get("r1")?.version).toBe(2);
+
+    // A reload whose snapshot was read before v3 arrived keeps v3.
+    const since = book.mark();
+    const snapshot = await repository.list();
+    const v3 = (await repository.update("r1", { ...SPEC, limit: 9 }, 2))!;
+    await events.publishRuleChange(change("UPDATED", v3));
+    book.load(snapshot, since);
+    expect(book.get("r1")?.limit).toBe(9);
+  });
+
+  it("stops listening once closed", async () => {
+    await sync.start();
+    sync.close();
+    await events.publishRuleChange(change("CREATED", await repository.create("r1", SPEC)));
+    expect(book.get("r1")).toBeNull();
+  });
+
+  it("makes a RuleService's changes visible in every book on the bus before the mutation returns", async () => {
+    const otherBook = new RuleBook();
+    const other = syncOf(otherBook, repository, events);
+    await sync.start();
+    await other.start();
+    const service = new RuleService(repository, book, new MemoryCounterStore({ sweepIntervalMs: 0 }), events, systemClock);
+    const rule = await service.create(BOOTSTRAP, SPEC);
+    expect(book.get(rule.id)).toEqual(rule);
+    expect(otherBook.get(rule.id)).toEqual(rule);
+    await service.delete(BOOTSTRAP, rule.id);
+    expect(otherBook.get(rule.id)).toBeNull();
+    await other.close();
+  });
+});

@@ -1,0 +1,178 @@
+/** The rules file: reading with the line and field of every problem, planning an import, and writing an export that reads back the same. */
+
+import { describe, expect, it } from "vitest";
+import type { Rule } from "../../src/domain/rule.js";
+import { describeProblem, planImport } from "../../src/engine/rule-import.js";
+import { readRulesFile, writeRulesFile } from "../../src/engine/rules-file.js";
+import { makeRule } from "./rule-factory.js";
+
+let ids = 0;
+const newId = () => `new-${++ids}`;
+
+/** The problems of a file as "line:column field: message". */
+function problemsOf(text: string, stored: readonly Rule[] = []): string[] {
+  return planImport(text, stored, newId).problems.map((p) => `${p.line}:${p.column} ${p.field}: ${p.message}`);
+}
+
+describe("reading a rules file", () => {
+  it("reads each entry's fields with the line it starts on", () => {
+    const file = readRulesFile(`rules:
+  - tenantId: acme
+    name: per-user
+    scope: [USER]
+    limit: 5
+    window: 1
+    windowUnit: MINUTES
+  - {tenantId: "*", name: global, limit: 100, window: 1, burst: null}
+`);
+    expect(file.problems).toEqual([]);
+    expect(file.entries).toEqual([
+      { index: 0, position: { line: 2, column: 5 }, input: { tenantId: "acme", name: "per-user", scope: ["USER"], limit: 5, window: 1, windowUnit: "MINUTES" } },
+      { index: 1, position: { line: 8, column: 5 }, input: { tenantId: "*", name: "global", limit: 100, window: 1, burst: null } },
+    ]);
+  });
+
+  it.each([
+    ["an empty file", "", ["1:1 null: the file is empty: it must hold `rules:`, a list of rules"]],
+    ["a list at the top", "- a\n", ["1:1 null: the file is not a mapping: it must hold `rules:`, a list of rules"]],
+    ["no rules", "limits: []\n", ["1:1 limits: limits is not a field of a rules file: it holds only `rules:`", "1:1 rules: rules is required: a list of rules (use [] for none)"]],
+    ["rules that are not a list", "rules: 5\n", ["1:8 rules: rules must be a list of rules (use [] for none)"]],
+    ["an entry that is not a mapping", "rules:\n  - 5\n", ["2:5 rules[0]: rules[0] must be a mapping of rule fields"]],
+    ["a YAML syntax error", "rules:\n  - name: [a\n", ["3:1 null: Flow sequence in block collection must be sufficiently indented and end with a ]"]],
+    ["a key given twice", "rules:\n  - name: a\n    name: b\n", ["3:5 null: Map keys must be unique"]],
+  ])("reports %s with its line", (_, text, expected) => {
+    expect(problemsOf(text)).toEqual(expected);
+  });
+
+  it("accepts `rules: []`", () => {
+    expect(planImport("rules: []\n", [], newId)).toEqual({ rules: [], problems: [] });
+  });
+});
+
+describe("planning an import", () => {
+  const THREE_MISTAKES = `rules:
+  - tenantId: acme
+    name: ok
+    limit: 5
+    window: 1
+  - tenantId: acme
+    name: zero
+    limit: 0
+    window: 1
+  - tenantId: acme
+    name: bad-scope
+    scope: [USER, PLANET]
+    limit: 5
+    window: 1
+    algorithm: TOKEN_BUCKET
+    burst: 0
+`;
+
+  it("reports every problem of every entry with its line, column and field, not just the first", () => {
+    expect(problemsOf(THREE_MISTAKES)).toEqual([
+      "8:12 rules[1].limit: rules[1].limit must be at least 1 (got 0)",
+      '12:19 rules[2].scope[1]: rules[2].scope[1] must be one of TENANT, USER, IP, API_KEY, CLIENT, ENDPOINT (got "PLANET")',
+      "16:12 rules[2].burst: rules[2].burst must be at least 1 (got 0)",
+    ]);
+  });
+
+  it("points a missing field at the entry that lacks it, and names an unknown field", () => {
+    expect(problemsOf("rules:\n  - tenantId: acme\n    name: x\n    window: 1\n    limits: 5\n")).toEqual([
+      "5:5 rules[0].limits: rules[0].limits is not a rule field; the fields are tenantId, name, scope, resource, method, algorithm, limit, window, windowUnit, burst, action, failureMode, priority, enabled",
+      "2:5 rules[0].limit: rules[0].limit is required",
+    ]);
+  });
+
+  it("refuses a rule named twice for one tenant, pointing at the second", () => {
+    expect(problemsOf("rules:\n  - {tenantId: a, name: x, limit: 1, window: 1}\n  - {tenantId: b, name: x, limit: 1, window: 1}\n  - {tenantId: a, name: x, limit: 2, window: 1}\n")).toEqual([
+      '4:25 rules[2].name: rules[2].name repeats the rule "x" of tenant "a" of rules[0] (line 2): a rule is identified by its tenant and name',
+    ]);
+  });
+
+  it("sorts entries into created, updated and unchanged by (tenantId, name), leaving out fields meaning their default", () => {
+    const same = makeRule({ tenantId: "acme", name: "same", algorithm: "SLIDING_WINDOW_COUNTER", limit: 5, window: 1 });
+    const changed = makeRule({ tenantId: "acme", name: "changed", algorithm: "SLIDING_WINDOW_COUNTER", limit: 5, window: 1, version: 4 });
+    const untouched = makeRule({ tenantId: "acme", name: "not in the file" });
+    const plan = planImport(
+      `rules:
+  - {tenantId: acme, name: same, limit: 5, window: 1}
+  - {tenantId: acme, name: changed, limit: 6, window: 1}
+  - {tenantId: other, name: same, limit: 5, window: 1}
+`,
+      [same, changed, untouched],
+      () => "fresh",
+    );
+    expect(plan.problems).toEqual([]);
+    expect(plan.rules.map((r) => [r.outcome, r.tenantId, r.name, r.line, r.write?.kind ?? null])).toEqual([
+      ["unchanged", "acme", "same", 2, null],
+      ["updated", "acme", "changed", 3, "update"],
+      ["created", "other", "same", 4, "create"],
+    ]);
+    expect(plan.rules[1]!.write).toMatchObject({ id: changed.id, version: 4, spec: { limit: 6 } });
+    expect(plan.rules[2]!.write).toMatchObject({ id: "fresh" });
+  });
+
+  it("describes a problem as a compiler would", () => {
+    expect(describeProblem("rules.yaml", { line: 8, column: 12, field: "rules[1].limit", message: "rules[1].limit must be at least 1 (got 0)" })).toBe(
+      "rules.yaml:8:12: rules[1].limit must be at least 1 (got 0)",
+    );
+  });
+});
+
+describe("writing a rules file", () => {
+  const rules = [
+    makeRule({ tenantId: "acme", name: "plain", algorithm: "SLIDING_WINDOW_COUNTER", limit: 5, window: 1 }),
+    makeRule({
+      tenantId: "*",
+      name: "global: every tenant",
+      scope: ["USER", "IP"],
+      resource: "/api/**",
+      method: "POST",
+      algorithm: "TOKEN_BUCKET",
+      limit: 100,
+      window: 1,
+      windowUnit: "MINUTES",
+      burst: 150,
+      action: "LOG_ONLY",
+      failureMode: "CLOSED",
+      priority: 3,
+      enabled: false,
+    }),
+  ];
+
+  it("sorts by tenant and name and writes only what differs from the defaults", () => {
+    expect(writeRulesFile(rules)).toBe(`# Floodgate rules: import with importRules or \`npm run rules -- import FILE\`; README.md describes the fields.
+
+rules:
+  - tenantId: "*"
+    name: "global: every tenant"
+    scope: [USER, IP]
+    resource: /api/**
+    method: POST
+    algorithm: TOKEN_BUCKET
+    limit: 100
+    window: 1
+    windowUnit: MINUTES
+    burst: 150
+    action: LOG_ONLY
+    failureMode: CLOSED
+    priority: 3
+    enabled: false
+
+  - tenantId: acme
+    name: plain
+    limit: 5
+    window: 1
+`);
+  });
+
+  it("reads back as the same rules: an import of an export changes nothing", () => {
+    const plan = planImport(writeRulesFile(rules), rules, newId);
+    expect(plan.problems).toEqual([]);
+    expect(plan.rules.map((r) => r.outcome)).toEqual(["unchanged", "unchanged"]);
+  });
+
+  it("writes `rules: []` when there are none", () => {
+    expect(writeRulesFile([])).toContain("rules: []\n");
+  });
+});

@@ -1,0 +1,154 @@
+/** The Redis pub/sub event bus, two "instances" on the machine's Redis under a key prefix of this test's own. */
+
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, it } from "vitest";
+import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
+import { RedisEventBus } from "../../src/store/redis/redis-event-bus.js";
+import { REDIS_URL, redisAvailable } from "../support/services.js";
+
+const RULE_CHANGE: RuleChange = {
+  kind: "UPDATED",
+  ruleId: "r1",
+  tenantId: "acme",
+  version: 2,
+  at: new Date("2026-11-30T12:00:00.123Z"),
+  rule: {
+    id: "r1",
+    tenantId: "acme",
+    name: "per-user",
+    scope: ["USER"],
+    resource: "/api/**",
+    method: null,
+    algorithm: "TOKEN_BUCKET",
+    limit: 5,
+    window: 1,
+    windowUnit: "MINUTES",
+    burst: 10,
+    action: "REJECT",
+    failureMode: "OPEN",
+    priority: 0,
+    enabled: true,
+    version: 2,
+    createdAt: new Date("2026-11-30T11:00:00.001Z"),
+    updatedAt: new Date("2026-11-30T12:00:00.123Z"),
+  },
+};
+
+const THROTTLE: ThrottleEvent = {
+  at: new Date("2026-11-30T12:00:01.000Z"),
+  tenantId: "acme",
+  ruleId: "r1",
+  ruleName: "per-user",
+  key: "user:u1",
+  resource: "/api/orders",
+  method: "POST",
+  action: "REJECT",
+  limit: 5,
+  retryAfter: 30,
+  shadow: false,
+  count: 3,
+};
+
+const { retryAfter: _retryAfter, ...sharedFields } = THROTTLE;
+const NEAR_LIMIT: NearLimitEvent = { ...sharedFields, remaining: 0, count: 1 };
+
+/** Pub/sub writes no keys, so a prefix of this test's own needs no cleaning up. */
+const prefix = () => `fgtest:${process.pid}:${randomUUID().slice(0, 8)}:`;
+
+interface Instance {
+  bus: RedisEventBus;
+  changes: RuleChange[];
+  throttles: ThrottleEvent[];
+  nearLimits: NearLimitEvent[];
+  errors: string[];
+}
+
+/** Resolves once `done` holds, checking every few milliseconds: pub/sub delivery takes a round trip through Redis. */
+async function until(done: () => boolean, timeoutMs = 2000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for a message");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe.runIf(await redisAvailable())("RedisEventBus", () => {
+  const started: Instance[] = [];
+
+  async function instance(keyPrefix: string, publisher = new Redis(REDIS_URL)): Promise<Instance> {
+    const found: Instance = { bus: undefined!, changes: [], throttles: [], nearLimits: [], errors: [] };
+    found.bus = new RedisEventBus(publisher, new Redis(REDIS_URL), {
+      prefix: keyPrefix,
+      instanceId: randomUUID(),
+      onError: (error, what) => found.errors.push(`${what}: ${(error as Error).message}`),
+    });
+    await found.bus.start();
+    found.bus.onRuleChange((c) => found.changes.push(c));
+    found.bus.onThrottle((e) => found.throttles.push(e));
+    found.bus.onNearLimit((e) => found.nearLimits.push(e));
+    started.push(found);
+    return found;
+  }
+
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((i) => i.bus.close()));
+  });
+
+  it("delivers an instance's own event to its listeners before publishing resolves, and ignores the echo", async () => {
+    const shared = prefix();
+    const [a, b] = [await instance(shared), await instance(shared)];
+    const publishing = a.bus.publishRuleChange(RULE_CHANGE);
+    expect(a.changes).toEqual([RULE_CHANGE]);
+    await publishing;
+    await until(() => b.changes.length === 1);
+    // B's reply is published after A's echo was sent to A, and Redis keeps their order: once A has the reply, any echo would be there too.
+    await b.bus.publishRuleChange({ ...RULE_CHANGE, version: 3 });
+    await until(() => a.changes.length === 2);
+    expect(a.changes.map((c) => c.version)).toEqual([2, 3]);
+  });
+
+  it("carries rule changes, throttle and near-limit events to another instance as they were, dates included", async () => {
+    const shared = prefix();
+    const [a, b] = [await instance(shared), await instance(shared)];
+    await a.bus.publishRuleChange(RULE_CHANGE);
+    a.bus.publishThrottle(THROTTLE);
+    a.bus.publishNearLimit(NEAR_LIMIT);
+    await until(() => b.changes.length + b.throttles.length + b.nearLimits.length === 3);
+    expect(b.changes).toEqual([RULE_CHANGE]);
+    expect(b.changes[0]!.rule!.createdAt).toBeInstanceOf(Date);
+    expect(b.throttles).toEqual([THROTTLE]);
+    expect(b.nearLimits).toEqual([NEAR_LIMIT]);
+  });
+
+  it("does not hear instances under another key prefix", async () => {
+    const [mine, theirs] = [prefix(), prefix()];
+    const a = await instance(mine);
+    const raw = new Redis(REDIS_URL);
+    await raw.publish(`${theirs}events:throttle`, JSON.stringify({ from: "elsewhere", event: THROTTLE }));
+    // Published after the other prefix's message: once A has this one, it would have had that one too.
+    await raw.publish(`${mine}events:throttle`, JSON.stringify({ from: "elsewhere", event: { ...THROTTLE, count: 9 } }));
+    await until(() => a.throttles.length === 1);
+    expect(a.throttles.map((e) => e.count)).toEqual([9]);
+    raw.disconnect();
+  });
+
+  it("reports a message it cannot read and carries on", async () => {
+    const shared = prefix();
+    const a = await instance(shared);
+    const raw = new Redis(REDIS_URL);
+    await raw.publish(`${shared}events:throttle`, "{not json");
+    await raw.publish(`${shared}events:throttle`, JSON.stringify({ from: "elsewhere", event: THROTTLE }));
+    await until(() => a.throttles.length === 1);
+    expect(a.errors).toEqual([expect.stringMatching(new RegExp(`^reading a message on ${shared}events:throttle: `))]);
+    raw.disconnect();
+  });
+
+  it("reports a rule change it could not publish instead of failing, and still delivers it locally", async () => {
+    const broken = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    const a = await instance(prefix(), broken);
+    await expect(a.bus.publishRuleChange(RULE_CHANGE)).resolves.toBeUndefined();
+    expect(a.changes).toEqual([RULE_CHANGE]);
+    expect(a.errors).toEqual([expect.stringContaining("publishing to")]);
+  });
+});

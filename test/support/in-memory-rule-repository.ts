@@ -1,0 +1,76 @@
+/** The RuleRepository port in Maps, history included: for the tests that run the engine in-process. */
+
+import { ConflictError } from "../../src/domain/errors.js";
+import type { RuleChangeKind } from "../../src/domain/events.js";
+import type { RuleRepository, RuleWrite } from "../../src/domain/ports.js";
+import { UNKNOWN_ORIGIN, type ChangeOrigin, type RuleRevision } from "../../src/domain/revision.js";
+import type { Rule, RuleSpec } from "../../src/domain/rule.js";
+
+export class InMemoryRuleRepository implements RuleRepository {
+  private readonly rules = new Map<string, Rule>();
+  private readonly revisions = new Map<string, RuleRevision[]>();
+
+  constructor(private readonly now: () => Date = () => new Date()) {}
+
+  async list(): Promise<Rule[]> {
+    return [...this.rules.values()];
+  }
+
+  async get(id: string): Promise<Rule | null> {
+    return this.rules.get(id) ?? null;
+  }
+
+  async create(id: string, spec: RuleSpec, origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<Rule> {
+    if ([...this.rules.values()].some((r) => r.tenantId === spec.tenantId && r.name === spec.name)) {
+      throw new ConflictError(`input.name: tenant ${spec.tenantId} already has a rule named ${spec.name}`);
+    }
+    const now = this.now();
+    const rule: Rule = { ...spec, id, version: 1, createdAt: now, updatedAt: now };
+    this.rules.set(id, rule);
+    this.record("CREATED", rule.version, null, rule, origin);
+    return rule;
+  }
+
+  async update(id: string, spec: RuleSpec, version: number, origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<Rule | null> {
+    const current = this.rules.get(id);
+    if (current === undefined || current.version !== version) return null;
+    const rule: Rule = { ...current, ...spec, version: version + 1, updatedAt: this.now() };
+    this.rules.set(id, rule);
+    this.record("UPDATED", rule.version, current, rule, origin);
+    return rule;
+  }
+
+  async delete(id: string, origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<Rule | null> {
+    const current = this.rules.get(id) ?? null;
+    if (current === null) return null;
+    this.rules.delete(id);
+    this.record("DELETED", current.version + 1, current, null, origin);
+    return current;
+  }
+
+  /** Checks every write before making any, which is all-or-nothing in a single thread. */
+  async writeAll(writes: readonly RuleWrite[], origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<Rule[]> {
+    for (const write of writes) {
+      const stale = write.kind === "update" ? this.rules.get(write.id)?.version !== write.version : this.rules.has(write.id);
+      if (stale) throw new ConflictError("rules changed while these changes were being written, so none was written; read them again and retry");
+    }
+    const written: Rule[] = [];
+    for (const write of writes) {
+      written.push(write.kind === "create" ? await this.create(write.id, write.spec, origin) : (await this.update(write.id, write.spec, write.version, origin))!);
+    }
+    return written;
+  }
+
+  async history(id: string): Promise<RuleRevision[]> {
+    return [...(this.revisions.get(id) ?? [])];
+  }
+
+  async close(): Promise<void> {}
+
+  private record(kind: RuleChangeKind, version: number, before: Rule | null, after: Rule | null, origin: ChangeOrigin): void {
+    const rule = (after ?? before)!;
+    const revisions = this.revisions.get(rule.id) ?? [];
+    revisions.push({ ruleId: rule.id, tenantId: rule.tenantId, version, kind, at: this.now(), ...origin, before, after });
+    this.revisions.set(rule.id, revisions);
+  }
+}

@@ -1,0 +1,23 @@
+/** Stand-ins for the ports, for tests that run the engine in-process (the rule repository: in-memory-rule-repository.ts). */
+
+import type { CounterCall, CounterReply, CounterStore } from "../../src/domain/ports.js";
+
+/** A counter store that records, for every decide(), how many calls it was given. */
+export class CountingCounterStore implements CounterStore {
+  readonly description = "counting";
+  readonly decideSizes: number[] = [];
+  constructor(private readonly inner: CounterStore) {}
+
+  decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
+    this.decideSizes.push(calls.length);
+    return this.inner.decide(calls);
+  }
+
+  reset(ruleId: string, key: string): Promise<boolean> {
+    return this.inner.reset(ruleId, key);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
