@@ -13,16 +13,13 @@
 
 import "reflect-metadata";
 import { describeFailover, runClusterFailover } from "../test/support/cluster-failover.js";
+import { numberOption } from "./support/number-option.js";
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 
 const report = await runClusterFailover({
-  callers: arg("callers", 32),
-  warmupMs: arg("warmup-ms", 2000),
-  afterMs: arg("after-ms", 2000),
+  callers: numberOption("callers", 32),
+  warmupMs: numberOption("warmup-ms", 2000),
+  afterMs: numberOption("after-ms", 2000),
   resumeWithinMs: 60_000,
 });
 for (const line of describeFailover(report)) console.log(`cluster failover: ${line}`);

@@ -23,14 +23,11 @@ import { RedisCounterStore } from "../src/store/redis/redis-counter-store.js";
 import { decideArgs, MODES, readScript, registerScripts, type ScriptArgs, type ScriptedRedis } from "../src/store/redis/scripts.js";
 import { startRedisCluster, type LocalRedisCluster } from "../test/support/local-redis.js";
 import { startOwnRedis, type OwnRedis } from "../test/support/redis-server.js";
+import { numberOption } from "./support/number-option.js";
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const SECONDS = arg("seconds", 3);
-const ROUNDS = arg("rounds", 3);
-const CALLERS = arg("callers", 64);
+const SECONDS = numberOption("seconds", 3);
+const ROUNDS = numberOption("rounds", 3);
+const CALLERS = numberOption("callers", 64);
 const TIMEOUT_MS = 10_000;
 
 const roomy: LimitParams = { algorithm: "FIXED_WINDOW", limit: 1_000_000_000, windowMs: 3_600_000, capacity: 1_000_000_000, action: "REJECT" };

@@ -184,9 +184,28 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       expect(await redis.hexists(page, "user:fresh")).toBe(0);
     });
 
-    // Bucket x sees a reservation taken and given back while other requests
-    // count on top of it; bucket y sees only the other requests. Afterwards
-    // both must decide alike at any time.
+    /**
+     * Bucket x: one unit at T0, a reservation of 2 at `reserveAt`, another
+     * unit on top at `otherAt`, the reservation released at `releaseAt`.
+     * Bucket y: the same without the reservation. Returns both buckets and
+     * the release's reply.
+     */
+    async function releasedUnderOthers(algorithm: (typeof ALGORITHMS)[number], at: { reserveAt: number; otherAt: number; releaseAt: number }) {
+      const params: LimitParams = { algorithm, limit: 10, windowMs: 60_000, capacity: 10, action: "REJECT" };
+      const x: BucketRef = { ruleId: "x", key: "user:u1", params };
+      const y: BucketRef = { ruleId: "y", key: "user:u1", params };
+      await check([x]);
+      await check([y]);
+      clock.set(T0 + at.reserveAt);
+      const receipt = await receiptOf(one(x, 2));
+      clock.set(T0 + at.otherAt);
+      await check([x]);
+      await check([y]);
+      clock.set(T0 + at.releaseAt);
+      return { x, y, released: await run(one(x, 2), MODES.release, receipt) };
+    }
+
+    // After the release, x and y must decide alike at any time.
     const cases: { algorithm: (typeof ALGORITHMS)[number]; reserveAt: number; otherAt: number; releaseAt: number; given: number }[] = [
       ...ALGORITHMS.map((algorithm) => ({ algorithm, reserveAt: 1_000, otherAt: 2_000, releaseAt: 3_000, given: algorithm === "SLIDING_WINDOW_LOG" ? 2 : 1 })),
       // The counts moved from current to previous at the window boundary.
@@ -196,18 +215,8 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     ];
     for (const { algorithm, reserveAt, otherAt, releaseAt, given } of cases) {
       it(`${algorithm}: release gives back exactly what it took when another request counted on top (${reserveAt}, ${otherAt}, ${releaseAt} ms)`, async () => {
-        const params: LimitParams = { algorithm, limit: 10, windowMs: 60_000, capacity: 10, action: "REJECT" };
-        const x: BucketRef = { ruleId: "x", key: "user:u1", params };
-        const y: BucketRef = { ruleId: "y", key: "user:u1", params };
-        await check([x]);
-        await check([y]);
-        clock.set(T0 + reserveAt);
-        const receipt = await receiptOf(one(x, 2));
-        clock.set(T0 + otherAt);
-        await check([x]);
-        await check([y]);
-        clock.set(T0 + releaseAt);
-        expect(await run(one(x, 2), MODES.release, receipt)).toEqual([T0 + releaseAt, given]);
+        const { x, y, released } = await releasedUnderOthers(algorithm, { reserveAt, otherAt, releaseAt });
+        expect(released).toEqual([T0 + releaseAt, given]);
         for (const later of [0, 5_000, 59_000, 61_000, 130_000]) {
           clock.set(T0 + releaseAt + later);
           expect(await check([x], 1, true), `${later} ms after the release`).toEqual(await check([y], 1, true));
@@ -230,21 +239,10 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     });
 
     it("gives a meter back less than it took, never more, when its debt drained away under the reservation", async () => {
-      // x: 1 token at T0, 2 reserved at +1 s, 1 more at +7 s, released at +8 s.
       // Without the reservation the debt would have drained to nothing at +6 s;
       // with it, it never did, so the drain from +6 s to +7 s cannot be told apart.
-      const params: LimitParams = { algorithm: "TOKEN_BUCKET", limit: 10, windowMs: 60_000, capacity: 10, action: "REJECT" };
-      const x: BucketRef = { ruleId: "x", key: "user:u1", params };
-      const y: BucketRef = { ruleId: "y", key: "user:u1", params };
-      await check([x]);
-      await check([y]);
-      clock.set(T0 + 1_000);
-      const receipt = await receiptOf(one(x, 2));
-      clock.set(T0 + 7_000);
-      await check([x]);
-      await check([y]);
-      clock.set(T0 + 8_000);
-      expect(await run(one(x, 2), MODES.release, receipt)).toEqual([T0 + 8_000, 1]);
+      const { x, y, released } = await releasedUnderOthers("TOKEN_BUCKET", { reserveAt: 1_000, otherAt: 7_000, releaseAt: 8_000 });
+      expect(released).toEqual([T0 + 8_000, 1]);
       const [withReservation, without] = [(await check([x], 1, true)).outcomes[0]!, (await check([y], 1, true)).outcomes[0]!];
       expect(withReservation.resetAtMs - without.resetAtMs).toBe(1_000); // one sixth of a token still counted, for one second
       expect(withReservation.remaining).toBe(without.remaining);

@@ -103,11 +103,10 @@ export interface ClusterOptions {
   nodeTimeoutMs?: number;
 }
 
-export async function startRedisCluster(options: ClusterOptions = {}): Promise<LocalRedisCluster> {
+export function startRedisCluster(options: ClusterOptions = {}): Promise<LocalRedisCluster> {
   const masters = options.masters ?? 3;
   const replicas = options.replicasPerMaster ?? 1;
-  const processes = new Processes();
-  try {
+  return withProcesses(async (processes) => {
     const ports = await sparePorts(masters * (1 + replicas), BUS_OFFSET);
     const args = (port: number) => [
       "--cluster-enabled", "yes",
@@ -142,10 +141,7 @@ export async function startRedisCluster(options: ClusterOptions = {}): Promise<L
       kill: (node) => processes.kill(node.port),
       stop: () => processes.stop(),
     };
-  } catch (error) {
-    await processes.stop();
-    throw error;
-  }
+  });
 }
 
 export interface LocalRedisSentinel {
@@ -158,10 +154,9 @@ export interface LocalRedisSentinel {
 }
 
 /** A master, one replica and one sentinel (quorum 1) watching them. */
-export async function startRedisSentinel(): Promise<LocalRedisSentinel> {
+export function startRedisSentinel(): Promise<LocalRedisSentinel> {
   const masterName = "floodgate";
-  const processes = new Processes();
-  try {
+  return withProcesses(async (processes) => {
     const [master, replica, sentinel] = (await sparePorts(3, 0)) as [number, number, number];
     const replication = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"];
     await processes.start(master, replication);
@@ -205,6 +200,14 @@ export async function startRedisSentinel(): Promise<LocalRedisSentinel> {
       },
       stop: () => processes.stop(),
     };
+  });
+}
+
+/** Starts what `start` starts in a new group of processes; if it fails, they are stopped. */
+async function withProcesses<T>(start: (processes: Processes) => Promise<T>): Promise<T> {
+  const processes = new Processes();
+  try {
+    return await start(processes);
   } catch (error) {
     await processes.stop();
     throw error;
