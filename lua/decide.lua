@@ -5,6 +5,13 @@ each conforming rule counts it. When it is denied, nothing is counted anywhere.
 The arithmetic mirrors src/domain/algorithms (same formulas, same rounding); the
 conformance and property tests run both against the same cases.
 
+In a Redis Cluster one call can only touch one slot. A request whose rules
+live in several slots is decided with the reserve and release modes: every
+slot reserves (decides its own rules and takes their units, exactly as mode 0
+would, and says what it took); when any slot refuses, the request is denied
+and every slot that took units releases them. The store combines the slots'
+verdicts with the domain's `combine` (src/domain/algorithms/index.ts).
+
 KEYS   per rule, in the order of the rules in ARGV:
          SLIDING_WINDOW_LOG   1 key:  the bucket's log, a list of release times in ms,
                                       oldest first
@@ -12,7 +19,9 @@ KEYS   per rule, in the order of the rules in ARGV:
                                       (see "Pages" below)
 ARGV   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
        [2] cost, units the request takes from every rule
-       [3] "1" for a dry run (decide, count nothing), else "0"
+       [3] mode: "0" decide, "1" decide as a dry run (count nothing),
+                 "2" reserve, "3" reserve as a dry run (take nothing),
+                 "4" release
        [4] N, the number of rules
        then 6 values per rule:
          algorithm   1 SLIDING_WINDOW_COUNTER, 2 TOKEN_BUCKET, 3 FIXED_WINDOW,
@@ -20,9 +29,33 @@ ARGV   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
          limit, window_ms, capacity (burst, or limit where there is none)
          action      1 REJECT, 2 THROTTLE, 3 LOG_ONLY
          field       the bucket's field in its page ("" for SLIDING_WINDOW_LOG)
-Reply  { now_ms, allowed (1 or 0),
-         then 5 integers per rule: conforming (1 or 0), remaining, reset_at_ms,
-         retry_after_ms (-1 when conforming), delay_ms }
+       release only: then N receipts, one per rule, as reserve returned them
+Reply  decide (0, 1):
+         { now_ms, allowed (1 or 0),
+           then 5 integers per rule: conforming (1 or 0), remaining, reset_at_ms,
+           retry_after_ms (-1 when conforming), delay_ms }
+       reserve (2, 3): each rule's verdict, for the store to combine with the
+       other slots', then what was taken:
+         { now_ms, allowed in this slot (1 or 0),
+           then 7 integers per rule: conforming, remaining and reset_at_ms if
+           admitted, retry_after_ms (-1 when conforming), delay_ms if admitted,
+           remaining and reset_at_ms as things stand,
+           then N receipts: "" where nothing was taken, else what release needs }
+       release (4):
+         { now_ms, then 1 integer per rule: 2 the bucket is back exactly as it
+           was, 1 the units were subtracted (other requests counted on top of
+           them meanwhile), 0 nothing of them was left to give back }
+
+Release is exact when nothing else wrote the bucket in between: the receipt
+holds the bucket's state before and after, and the state before is put back.
+Otherwise the units are subtracted where they now count: windows' counts move
+one place down per window (current becomes previous), a meter's debt drains
+from the front, so what is left of the reservation is what it took minus what
+has drained since; a log loses `cost` entries of the reserved release time,
+and gets back the entries that had left the window, which reserve dropped
+(only a longer window would count them again). When the rule's window changed
+as well, nothing is given back (the units stay counted: an over-count, never
+an over-admission).
 
 Pages. Buckets of every algorithm but the log live as fields of small hashes,
 so that a bucket costs one listpack entry instead of a key of its own (a key
@@ -70,10 +103,12 @@ end
 
 -- Each algorithm returns a verdict: conforming, delay, retry (ms or nil),
 -- remaining and reset if admitted, remaining and reset as things stand, and
--- the state to store if admitted.
-local function verdict_admitted(next, delay, if_remaining, if_reset, remaining, reset)
+-- the state to store if admitted. The window counters also say at which index
+-- of that state the request's units are counted (current or next), so that a
+-- release can find them again.
+local function verdict_admitted(next, delay, if_remaining, if_reset, remaining, reset, counted_at)
   return { conforming = true, delay = delay, retry = nil, if_remaining = if_remaining, if_reset = if_reset,
-           remaining = remaining, reset = reset, next = next }
+           remaining = remaining, reset = reset, next = next, counted_at = counted_at }
 end
 
 local function verdict_refused(retry, remaining, reset)
@@ -116,12 +151,12 @@ local function fixed_window(state, now, p, cost)
   if cost > limit then return verdict_refused(window_ms, remaining, reset) end
   if current + cost <= limit then
     local if_remaining, if_reset = usage(current + cost, next)
-    return verdict_admitted(stored(current + cost, next), 0, if_remaining, if_reset, remaining, reset)
+    return verdict_admitted(stored(current + cost, next), 0, if_remaining, if_reset, remaining, reset, 2)
   end
   local throttle = p.action == ACTION_THROTTLE
   if throttle and next + cost <= limit then
     local if_remaining, if_reset = usage(current, next + cost)
-    return verdict_admitted(stored(current, next + cost), window_end - now, if_remaining, if_reset, remaining, reset)
+    return verdict_admitted(stored(current, next + cost), window_end - now, if_remaining, if_reset, remaining, reset, 3)
   end
   local wait_windows = 1
   if throttle or next + cost <= limit then wait_windows = 0 end
@@ -193,36 +228,47 @@ local function sliding_window_counter(state, now, p, cost)
     end
   end
   local wait = release - now
-  local curr, queued = current, next
+  local curr, queued, counted_at = current, next, 3
   if not throttle then
     if wait > 0 then return verdict_refused(wait, remaining, reset) end
     curr = current + cost
   else
     if wait > window_ms then return verdict_refused(wait - window_ms, remaining, reset) end
-    if windows_ahead == 0 then curr = current + cost else queued = next + cost end
+    if windows_ahead == 0 then curr = current + cost else queued, counted_at = next + cost, 4 end
   end
   local if_remaining, if_reset = usage(previous, curr, queued)
   local stored = int(window) .. ':' .. int(previous) .. ':' .. int(curr) .. ':' .. int(queued) .. ':' .. int(window_ms)
-  return verdict_admitted(stored, wait, if_remaining, if_reset, remaining, reset)
+  return verdict_admitted(stored, wait, if_remaining, if_reset, remaining, reset, counted_at)
 end
 
 -- TOKEN_BUCKET and LEAKY_BUCKET: a debt, in 1/window_ms token units, draining
 -- at `limit` units per ms, forgotten once drained under the rule it was
 -- taken under (see src/domain/algorithms/meter.ts).
-local function meter(state, now, p, cost, leaky)
-  local limit, window_ms, capacity = p.limit, p.window_ms, p.capacity
+
+-- The debt at `now`, and the time the stored state counts from.
+local function settle_debt(state, now, p)
   local debt, since = 0, now
   if state and #state >= 4 then
     since = math.max(now, state[2])
     if now < state[4] then
       debt = state[1]
-      if state[3] ~= window_ms then debt = math.ceil((state[1] / state[3]) * window_ms) end
+      if state[3] ~= p.window_ms then debt = math.ceil((state[1] / state[3]) * p.window_ms) end
       local elapsed = now - state[2]
       if elapsed > 0 then
-        if elapsed >= div_ceil(debt, limit) then debt = 0 else debt = debt - elapsed * limit end
+        if elapsed >= div_ceil(debt, p.limit) then debt = 0 else debt = debt - elapsed * p.limit end
       end
     end
   end
+  return debt, since
+end
+
+local function meter_state(owed, since, p)
+  return int(owed) .. ':' .. int(since) .. ':' .. int(p.window_ms) .. ':' .. int(since + div_ceil(owed, p.limit))
+end
+
+local function meter(state, now, p, cost, leaky)
+  local limit, window_ms, capacity = p.limit, p.window_ms, p.capacity
+  local debt, since = settle_debt(state, now, p)
   local full = capacity * window_ms
   local function usage(owed)
     return div_floor(math.max(0, full - owed), window_ms), now + div_ceil(owed, limit)
@@ -239,8 +285,7 @@ local function meter(state, now, p, cost, leaky)
     if leaky then delay = div_ceil(debt, limit) else delay = div_ceil(math.max(0, owed - full), limit) end
   end
   local if_remaining, if_reset = usage(owed)
-  local stored = int(owed) .. ':' .. int(since) .. ':' .. int(window_ms) .. ':' .. int(since + div_ceil(owed, limit))
-  return verdict_admitted(stored, delay, if_remaining, if_reset, remaining, reset)
+  return verdict_admitted(meter_state(owed, since, p), delay, if_remaining, if_reset, remaining, reset)
 end
 
 -- The index of the log's first entry released after `cutoff` (the list is
@@ -350,6 +395,104 @@ local function write_page(page, field, value, now, horizon)
   end
 end
 
+-- Release: the units a reservation took, given back (see the header).
+
+local function serialize(state)
+  local parts = {}
+  for i = 1, #state do parts[i] = int(state[i]) end
+  return table.concat(parts, ':')
+end
+
+-- A window counter's units, counted at index `counted_at` of the state the
+-- reservation wrote, are one index lower for every window the state has moved
+-- on since; below the first count they no longer count at all.
+local function give_back_count(state, taken, counted_at, cost)
+  if not state or #state ~= #taken or state[#state] ~= taken[#taken] then return nil end
+  local index = counted_at - (state[1] - taken[1])
+  if index < 2 or index > #state - 1 then return nil end
+  state[index] = math.max(0, state[index] - cost)
+  return serialize(state)
+end
+
+-- A meter's debt drains from the front: what is left of the reservation is
+-- its units minus what has drained since beyond the debt ahead of it.
+local function give_back_debt(state, taken, cost, now, p)
+  if not state or #state < 4 or state[3] ~= p.window_ms or taken[3] ~= p.window_ms then return nil end
+  local debt, since = settle_debt(state, now, p)
+  local units = cost * p.window_ms
+  local ahead = taken[1] - units
+  local drained = math.max(0, now - taken[2]) * p.limit
+  local left = math.min(units, math.max(0, ahead + units - drained))
+  if left == 0 then return nil end
+  return meter_state(math.max(0, debt - left), since, p)
+end
+
+-- A log's entries that left the window are dropped by the call that appends;
+-- a reservation records them as runs ("stamp*count,..."), so that a release
+-- can put them back: a later, longer window would count them again.
+local function dead_runs(key, dead)
+  if dead == 0 then return '' end
+  local runs = {}
+  local stamp, count = nil, 0
+  for _, entry in ipairs(redis.call('LRANGE', key, 0, dead - 1)) do
+    if entry ~= stamp then
+      if stamp then runs[#runs + 1] = stamp .. '*' .. count end
+      stamp, count = entry, 0
+    end
+    count = count + 1
+  end
+  runs[#runs + 1] = stamp .. '*' .. count
+  return table.concat(runs, ',')
+end
+
+local function restore_dead(key, runs, window_ms)
+  local entries = {}
+  for stamp, count in string.gmatch(runs, '(%d+)%*(%d+)') do
+    for _ = 1, tonumber(count) do entries[#entries + 1] = stamp end
+  end
+  -- LPUSH puts each value in front of the previous one: push newest first.
+  local i = #entries
+  while i > 0 do
+    local chunk = {}
+    for j = i, math.max(1, i - 999), -1 do chunk[#chunk + 1] = entries[j] end
+    redis.call('LPUSH', key, unpack(chunk))
+    i = i - #chunk
+  end
+  if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, window_ms) end
+end
+
+local RESTORED, SUBTRACTED, NOTHING_LEFT = 2, 1, 0
+
+local function release(p, receipt, now, cost)
+  if receipt == '' then return NOTHING_LEFT end
+  if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
+    local stamp, runs = string.match(receipt, '^([^/]*)/(.*)$')
+    local removed = redis.call('LREM', p.key, -cost, stamp)
+    if runs ~= '' then restore_dead(p.key, runs, p.window_ms) end
+    if removed > 0 then return RESTORED end
+    return NOTHING_LEFT
+  end
+  local written, previous, counted_at = string.match(receipt, '^([^/]*)/([^/]*)/(%d*)$')
+  local page, value = read_pages(p.keys[1], p.keys[2], p.field)
+  if not value then return NOTHING_LEFT end
+  local key = page.keys[page.found]
+  if value == written then
+    if previous == '' then redis.call('HDEL', key, p.field) else redis.call('HSET', key, p.field, previous) end
+    return RESTORED
+  end
+  local given
+  if p.algorithm == ALGO_SLIDING_WINDOW_COUNTER or p.algorithm == ALGO_FIXED_WINDOW then
+    given = give_back_count(parse_state(value), parse_state(written), tonumber(counted_at), cost)
+  else
+    given = give_back_debt(parse_state(value), parse_state(written), cost, now, p)
+  end
+  if not given then return NOTHING_LEFT end
+  redis.call('HSET', key, p.field, given)
+  return SUBTRACTED
+end
+
+local MODE_DECIDE, MODE_RESERVE, MODE_PROBE, MODE_RELEASE = '0', '2', '3', '4'
+
 local now
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])
@@ -358,11 +501,10 @@ else
   now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 local cost = tonumber(ARGV[2])
-local dry_run = ARGV[3] == '1'
+local mode = ARGV[3]
 local count = tonumber(ARGV[4])
 
-local rules = {}
-local allowed = true
+local params = {}
 local key_index = 1
 for i = 1, count do
   local base = 4 + (i - 1) * 6
@@ -374,15 +516,32 @@ for i = 1, count do
     action = tonumber(ARGV[base + 5]),
     field = ARGV[base + 6],
   }
-  local v
   if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
     p.key = KEYS[key_index]
     key_index = key_index + 1
+  else
+    p.keys = { KEYS[key_index], KEYS[key_index + 1] }
+    key_index = key_index + 2
+  end
+  params[i] = p
+end
+
+if mode == MODE_RELEASE then
+  local reply = { now }
+  for i = 1, count do reply[i + 1] = release(params[i], ARGV[4 + count * 6 + i], now, cost) end
+  return reply
+end
+
+local verdicts = {}
+local allowed = true
+for i = 1, count do
+  local p = params[i]
+  local v
+  if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
     v = sliding_window_log(p.key, now, p, cost)
   else
-    local page, value = read_pages(KEYS[key_index], KEYS[key_index + 1], p.field)
-    key_index = key_index + 2
-    p.page = page
+    local page, value = read_pages(p.keys[1], p.keys[2], p.field)
+    p.page, p.previous = page, value
     local state = parse_state(value)
     if p.algorithm == ALGO_SLIDING_WINDOW_COUNTER then
       v = sliding_window_counter(state, now, p, cost)
@@ -393,29 +552,47 @@ for i = 1, count do
     end
   end
   if not v.conforming and p.action ~= ACTION_LOG_ONLY then allowed = false end
-  rules[i] = { p = p, v = v }
+  verdicts[i] = v
 end
 
+local writes = mode == MODE_DECIDE or mode == MODE_RESERVE
+local reserving = mode == MODE_RESERVE or mode == MODE_PROBE
 local reply = { now, 0 }
 if allowed then reply[2] = 1 end
 for i = 1, count do
-  local p, v = rules[i].p, rules[i].v
+  local p, v = params[i], verdicts[i]
   local counted = allowed and v.conforming
-  if counted and not dry_run then
+  local receipt = ''
+  if counted and writes then
     if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
+      if reserving then receipt = int(v.next) .. '/' .. dead_runs(p.key, p.dead) end
       append_log(p.key, p.dead, v.next, cost, now, p.window_ms)
     else
       write_page(p.page, p.field, v.next, now, horizon_ms(p))
+      if reserving then receipt = v.next .. '/' .. (p.previous or '') .. '/' .. (v.counted_at or '') end
     end
   end
-  local conforming, retry, remaining, reset, delay = 0, v.retry or -1, v.remaining, v.reset, 0
+  local conforming = 0
   if v.conforming then conforming = 1 end
-  if counted then remaining, reset, delay = v.if_remaining, v.if_reset, v.delay end
-  local base = 2 + (i - 1) * 5
-  reply[base + 1] = conforming
-  reply[base + 2] = remaining
-  reply[base + 3] = reset
-  reply[base + 4] = retry
-  reply[base + 5] = delay
+  if reserving then
+    local base = 2 + (i - 1) * 7
+    reply[base + 1] = conforming
+    reply[base + 2] = v.if_remaining
+    reply[base + 3] = v.if_reset
+    reply[base + 4] = v.retry or -1
+    reply[base + 5] = v.delay
+    reply[base + 6] = v.remaining
+    reply[base + 7] = v.reset
+    reply[2 + count * 7 + i] = receipt
+  else
+    local remaining, reset, delay = v.remaining, v.reset, 0
+    if counted then remaining, reset, delay = v.if_remaining, v.if_reset, v.delay end
+    local base = 2 + (i - 1) * 5
+    reply[base + 1] = conforming
+    reply[base + 2] = remaining
+    reply[base + 3] = reset
+    reply[base + 4] = v.retry or -1
+    reply[base + 5] = delay
+  end
 end
 return reply

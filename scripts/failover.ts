@@ -15,14 +15,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, startOwnRedis } from "../test/support/redis-server.js";
+import { numberOption } from "./support/number-option.js";
 import { createScratchDatabase } from "./support/scratch-database.js";
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const SECONDS = arg("seconds", 15);
-const CALLERS = arg("callers", 16);
+const SECONDS = numberOption("seconds", 15);
+const CALLERS = numberOption("callers", 16);
 const MODES = ["OPEN", "CLOSED", "LOCAL"] as const;
 const TOKEN = `failover-${process.pid}-${Date.now()}-token`;
 

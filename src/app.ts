@@ -33,7 +33,7 @@ import { createLogger, type Logger } from "./server/logger.js";
 import { PrometheusTelemetry } from "./server/metrics.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
-import { createRedisClient } from "./store/redis/client.js";
+import { createRedisClient, createSubscriber } from "./store/redis/client.js";
 import { KeyLayout } from "./store/redis/key-layout.js";
 import { RedisCounterStore } from "./store/redis/redis-counter-store.js";
 import { RedisEventBus } from "./store/redis/redis-event-bus.js";
@@ -123,7 +123,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
  * Rule administration without serving (`npm run rules` against the database):
  * the same rule service, acting with every right (whoever holds the
  * database's credentials has them anyway), whose changes reach running
- * instances through Redis when REDIS_URL is set, and otherwise at their next
+ * instances through Redis when one is configured, and otherwise at their next
  * full reload.
  */
 export async function openRuleAdministration(settings: Settings, logger: Logger): Promise<{ rules: RuleService; close(): Promise<void> }> {
@@ -181,9 +181,9 @@ async function openCounterStore(
   logger: Logger,
   telemetry: Telemetry,
 ): Promise<{ store: CounterStore; breaker: CircuitBreaker | null }> {
-  if (settings.redisUrl === null) return { store: new MemoryCounterStore({ clock }), breaker: null };
+  if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), breaker: null };
   // The largest batch's deadline: no command may outlive the longest any caller waits for it.
-  const client = createRedisClient(settings.redisUrl, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT));
+  const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT));
   watchConnection(client, "counters", logger);
   try {
     await client.connect();
@@ -200,7 +200,11 @@ async function openCounterStore(
     },
   });
   const store = new ResilientCounterStore({
-    primary: new RedisCounterStore(client, { layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages) }),
+    primary: new RedisCounterStore(client, {
+      layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages),
+      onReleaseFailed: (error, units) =>
+        logger.warn({ err: error, units }, "could not give back a denied request's reservation: its units stay counted until they expire"),
+    }),
     local: new MemoryCounterStore({ clock }),
     breaker,
     instances: settings.instances,
@@ -218,11 +222,9 @@ async function openCounterStore(
  * subscribes again by itself once it reconnects.
  */
 async function openEventBus(settings: Settings, logger: Logger): Promise<EventBus> {
-  if (settings.redisUrl === null) return new InProcessEventBus();
-  const publisher = createRedisClient(settings.redisUrl, settings.redisTimeoutMs * 20);
-  // A subscribed connection only listens: its SUBSCRIBE waits for a connection however long that takes,
-  // and ioredis subscribes again after every reconnection.
-  const subscriber = publisher.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+  if (settings.redis === null) return new InProcessEventBus();
+  const publisher = createRedisClient(settings.redis, settings.redisTimeoutMs * 20);
+  const subscriber = createSubscriber(publisher);
   watchConnection(publisher, "events", logger);
   watchConnection(subscriber, "event subscriber", logger);
   const instanceId = randomUUID();

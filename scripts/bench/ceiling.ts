@@ -11,9 +11,8 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { Redis } from "ioredis";
 import type { BucketRef } from "../../src/domain/ports.js";
-import { scriptCall } from "../../src/store/redis/redis-counter-store.js";
 import type { KeyLayout } from "../../src/store/redis/key-layout.js";
-import { readScript } from "../../src/store/redis/scripts.js";
+import { decideArgs, MODES, readScript } from "../../src/store/redis/scripts.js";
 
 const run = promisify(execFile);
 
@@ -27,7 +26,8 @@ export async function redisCeiling(options: {
 }): Promise<number> {
   const [first, ...rest] = options.buckets;
   const spread = { ...first!, key: first!.key.replace(/\d+$/, "__rand_int__") };
-  const keysAndArgs = scriptCall(options.layout, { buckets: [spread, ...rest], cost: 1, dryRun: false }, null);
+  const buckets = [spread, ...rest];
+  const keysAndArgs = decideArgs(options.layout, { buckets, cost: 1, dryRun: false }, buckets.map((_, i) => i), MODES.decide, null);
   const { hostname, port } = new URL(options.redisUrl);
   const stdout = await retryOnNoScript(async () => {
     const sha = (await options.redis.script("LOAD", readScript("decide"))) as string;

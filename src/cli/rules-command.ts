@@ -24,8 +24,9 @@ where the rules are:
   --url URL       a running Floodgate's GraphQL endpoint (or FLOODGATE_URL), e.g. http://localhost:4000/graphql
   --token TOKEN   bearer token sent to it (or FLOODGATE_TOKEN)
   without --url   the database itself, from the server's settings: DATABASE_URL, or embedded storage in DATA_DIR
-                  (REDIS_URL and REDIS_KEY_PREFIX tell running instances of the change at once; without them
-                  they see it at their next full reload). DATA_DIR=memory:// validates a file on its own.
+                  (the fleet's Redis, REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS, and REDIS_KEY_PREFIX
+                  tell running instances of the change at once; without them they see it at their next full
+                  reload). DATA_DIR=memory:// validates a file on its own.
 
 options:
   --tenant ID     export only this tenant's rules

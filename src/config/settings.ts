@@ -12,8 +12,8 @@ export interface Settings {
   databaseUrl: string | null;
   /** Where embedded storage keeps its files; null (DATA_DIR=memory://): in memory only, gone at exit. */
   dataDir: string | null;
-  /** Redis for counters; null: in-process counters. */
-  redisUrl: string | null;
+  /** Where the counters live; null: in this process's memory. */
+  redis: RedisTopology | null;
   redisKeyPrefix: string;
   /** Page pairs per rule that buckets are spread over (changing it forgets every counter). */
   redisPages: number;
@@ -55,6 +55,17 @@ export interface Settings {
   overLimitCacheSize: number;
 }
 
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** One Redis (REDIS_URL), a Redis Cluster (REDIS_CLUSTER_NODES), or a master found through Redis Sentinel (REDIS_SENTINELS). */
+export type RedisTopology =
+  | { kind: "single"; url: string }
+  | { kind: "cluster"; nodes: HostPort[] }
+  | { kind: "sentinel"; sentinels: HostPort[]; masterName: string };
+
 export class SettingsError extends Error {}
 
 const IN_MEMORY = "memory://";
@@ -66,7 +77,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     host: env.HOST || "0.0.0.0",
     databaseUrl: url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
     dataDir: env.DATA_DIR === IN_MEMORY ? null : resolve(env.DATA_DIR || ".data"),
-    redisUrl: url(env, "REDIS_URL", ["redis:", "rediss:"]),
+    redis: redisTopology(env),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "fg:",
     redisPages: integer(env, "REDIS_PAGES", 16384, 1, 1 << 20),
     redisTimeoutMs: integer(env, "REDIS_TIMEOUT_MS", 50, 1, 60_000),
@@ -90,6 +101,35 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     overLimitCacheSize: integer(env, "OVER_LIMIT_CACHE_SIZE", 100_000, 0, 10_000_000),
   };
+}
+
+function redisTopology(env: NodeJS.ProcessEnv): RedisTopology | null {
+  const given = ["REDIS_URL", "REDIS_CLUSTER_NODES", "REDIS_SENTINELS"].filter((name) => env[name]);
+  if (given.length > 1) throw new SettingsError(`set only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS (got ${given.join(" and ")})`);
+  const masterName = env.REDIS_SENTINEL_MASTER || null;
+  if (masterName !== null && !env.REDIS_SENTINELS) throw new SettingsError("REDIS_SENTINEL_MASTER is set but REDIS_SENTINELS is not");
+  const single = url(env, "REDIS_URL", ["redis:", "rediss:"]);
+  if (single !== null) return { kind: "single", url: single };
+  const nodes = hostPorts(env, "REDIS_CLUSTER_NODES");
+  if (nodes !== null) return { kind: "cluster", nodes };
+  const sentinels = hostPorts(env, "REDIS_SENTINELS");
+  if (sentinels === null) return null;
+  if (masterName === null) throw new SettingsError("REDIS_SENTINEL_MASTER must name the master the sentinels watch (REDIS_SENTINELS is set)");
+  return { kind: "sentinel", sentinels, masterName };
+}
+
+/** "host:port,host:port", IPv6 hosts in brackets ("[::1]:7000"). */
+function hostPorts(env: NodeJS.ProcessEnv, name: string): HostPort[] | null {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return null;
+  return raw.split(",").map((entry) => {
+    const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(entry.trim());
+    const port = Number(match?.[3]);
+    if (!match || port < 1 || port > 65535) {
+      throw new SettingsError(`${name} must be comma-separated host:port pairs (got ${JSON.stringify(entry.trim())})`);
+    }
+    return { host: (match[1] ?? match[2])!, port };
+  });
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

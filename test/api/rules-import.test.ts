@@ -240,7 +240,7 @@ describe.runIf(realAvailable)("npm run rules", () => {
   /** What the server's own settings point at: the same database and Redis prefix, as an operator's shell would. */
   const databaseEnv = () => ({
     DATABASE_URL: t.settings.databaseUrl!,
-    REDIS_URL: t.settings.redisUrl!,
+    REDIS_URL: t.settings.redis?.kind === "single" ? t.settings.redis.url : "",
     REDIS_KEY_PREFIX: t.settings.redisKeyPrefix,
     DATA_DIR: "memory://",
   });

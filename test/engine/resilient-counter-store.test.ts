@@ -31,7 +31,7 @@ describe("ResilientCounterStore on a Redis that dies", () => {
 
   beforeAll(async () => {
     redis = await startOwnRedis();
-    client = createRedisClient(redis.url, 50);
+    client = createRedisClient({ kind: "single", url: redis.url }, 50);
     client.on("error", () => undefined);
     await client.connect();
   });
@@ -78,7 +78,7 @@ describe("ResilientCounterStore on a Redis that dies", () => {
   });
 
   it("decides by failure mode when Redis answers too late, and counts that as a failure", async () => {
-    const admin = createRedisClient(redis.url, 1000);
+    const admin = createRedisClient({ kind: "single", url: redis.url }, 1000);
     await admin.connect();
     await admin.call("CLIENT", "PAUSE", "300", "ALL");
     const reply = await check([bucket("slow", "CLOSED")]);

@@ -5,10 +5,12 @@
 
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { BucketRef } from "../../src/domain/ports.js";
+import type { LimitParams } from "../../src/domain/algorithms/index.js";
+import type { BucketRef, CounterCall } from "../../src/domain/ports.js";
+import { ALGORITHMS } from "../../src/domain/rule.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
-import { registerScripts, type ScriptedRedis } from "../../src/store/redis/scripts.js";
+import { decideArgs, MODES, registerScripts, type Mode, type ScriptArgs, type ScriptedRedis } from "../../src/store/redis/scripts.js";
 import { ManualClock } from "../support/clock.js";
 import { deleteByPrefix, testRedis } from "../support/redis.js";
 import { redisAvailable } from "../support/services.js";
@@ -140,5 +142,118 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     const before = Date.now();
     const [reply] = await live.decide([{ buckets: [{ ...fixedWindow, ruleId: "live" }], cost: 1, dryRun: true }]);
     expect(Math.abs(reply!.nowMs - before)).toBeLessThan(2_000);
+  });
+
+  describe("reserve and release (a request whose rules span Redis Cluster slots)", () => {
+    const window = Math.floor(T0 / 60_000);
+    const run = (call: CounterCall, mode: Mode, ...receipts: string[]) =>
+      scripted.floodgateDecide(...([...decideArgs(layout, call, call.buckets.map((_, i) => i), mode, clock.now()), ...receipts] as ScriptArgs));
+    const one = (bucket: BucketRef, cost = 1): CounterCall => ({ buckets: [bucket], cost, dryRun: false });
+    const receiptOf = async (call: CounterCall) => String((await run(call, MODES.reserve)).at(-1));
+
+    it("reserve replies each rule's verdict as admitted and as it stands, then a receipt of what it took", async () => {
+      const reply = await run(one(fixedWindow), MODES.reserve);
+      const written = `${window}:1:0:60000`;
+      // conforming, remaining and reset if admitted, retry, delay, remaining and reset as it stands; receipt: written/previous/counted at
+      expect(reply).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, `${written}//2`]);
+      expect(await redis.hget(`${prefix}{r1:0}:a`, "user:u1")).toBe(written);
+    });
+
+    it("reserve as a dry run takes nothing and gives no receipt", async () => {
+      expect(await run(one(fixedWindow), MODES.probe)).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, ""]);
+      expect(await redis.keys(`${prefix}*`)).toEqual([]);
+    });
+
+    it("a refusing slot takes nothing, and its receipts are empty", async () => {
+      const reply = await run(one(fixedWindow, 3), MODES.reserve);
+      expect(reply.slice(0, 3)).toEqual([T0, 0, 0]);
+      expect(reply.at(-1)).toBe("");
+      expect(await redis.keys(`${prefix}*`)).toEqual([]);
+    });
+
+    it("release puts the bucket back exactly when nothing else wrote it", async () => {
+      await check([fixedWindow]);
+      const page = `${prefix}{r1:0}:a`;
+      const before = await redis.hgetall(page);
+      const receipt = await receiptOf(one(fixedWindow));
+      expect(await run(one(fixedWindow), MODES.release, receipt)).toEqual([T0, 2]);
+      expect(await redis.hgetall(page)).toEqual(before);
+
+      const fresh: BucketRef = { ...fixedWindow, key: "user:fresh" };
+      expect(await run(one(fresh), MODES.release, await receiptOf(one(fresh)))).toEqual([T0, 2]);
+      expect(await redis.hexists(page, "user:fresh")).toBe(0);
+    });
+
+    /**
+     * Bucket x: one unit at T0, a reservation of 2 at `reserveAt`, another
+     * unit on top at `otherAt`, the reservation released at `releaseAt`.
+     * Bucket y: the same without the reservation. Returns both buckets and
+     * the release's reply.
+     */
+    async function releasedUnderOthers(algorithm: (typeof ALGORITHMS)[number], at: { reserveAt: number; otherAt: number; releaseAt: number }) {
+      const params: LimitParams = { algorithm, limit: 10, windowMs: 60_000, capacity: 10, action: "REJECT" };
+      const x: BucketRef = { ruleId: "x", key: "user:u1", params };
+      const y: BucketRef = { ruleId: "y", key: "user:u1", params };
+      await check([x]);
+      await check([y]);
+      clock.set(T0 + at.reserveAt);
+      const receipt = await receiptOf(one(x, 2));
+      clock.set(T0 + at.otherAt);
+      await check([x]);
+      await check([y]);
+      clock.set(T0 + at.releaseAt);
+      return { x, y, released: await run(one(x, 2), MODES.release, receipt) };
+    }
+
+    // After the release, x and y must decide alike at any time.
+    const cases: { algorithm: (typeof ALGORITHMS)[number]; reserveAt: number; otherAt: number; releaseAt: number; given: number }[] = [
+      ...ALGORITHMS.map((algorithm) => ({ algorithm, reserveAt: 1_000, otherAt: 2_000, releaseAt: 3_000, given: algorithm === "SLIDING_WINDOW_LOG" ? 2 : 1 })),
+      // The counts moved from current to previous at the window boundary.
+      { algorithm: "SLIDING_WINDOW_COUNTER", reserveAt: 1_000, otherAt: 61_000, releaseAt: 62_000, given: 1 },
+      // A fixed window forgets the previous window: nothing is left to give back.
+      { algorithm: "FIXED_WINDOW", reserveAt: 1_000, otherAt: 61_000, releaseAt: 62_000, given: 0 },
+    ];
+    for (const { algorithm, reserveAt, otherAt, releaseAt, given } of cases) {
+      it(`${algorithm}: release gives back exactly what it took when another request counted on top (${reserveAt}, ${otherAt}, ${releaseAt} ms)`, async () => {
+        const { x, y, released } = await releasedUnderOthers(algorithm, { reserveAt, otherAt, releaseAt });
+        expect(released).toEqual([T0 + releaseAt, given]);
+        for (const later of [0, 5_000, 59_000, 61_000, 130_000]) {
+          clock.set(T0 + releaseAt + later);
+          expect(await check([x], 1, true), `${later} ms after the release`).toEqual(await check([y], 1, true));
+        }
+      });
+    }
+
+    it("puts back the log entries a reservation dropped from the window, which a longer window would count again", async () => {
+      const log: BucketRef = { ruleId: "r2", key: "ip:10.0.0.1", params: { algorithm: "SLIDING_WINDOW_LOG", limit: 3, windowMs: 10_000, capacity: 3, action: "REJECT" } };
+      const key = `${prefix}{r2:0}:l:ip:10.0.0.1`;
+      await check([log], 2);
+      clock.advance(10_000); // both entries have left the window
+      const receipt = await receiptOf(one(log));
+      expect(receipt).toBe(`${T0 + 10_000}/${T0}*2`);
+      expect(await redis.lrange(key, 0, -1)).toEqual([String(T0 + 10_000)]);
+      expect(await run(one(log), MODES.release, receipt)).toEqual([T0 + 10_000, 2]);
+      expect(await redis.lrange(key, 0, -1)).toEqual([String(T0), String(T0)]);
+      const longer: BucketRef = { ...log, params: { ...log.params, windowMs: 60_000 } };
+      expect((await check([longer], 1, true)).outcomes[0]!.remaining).toBe(0);
+    });
+
+    it("gives a meter back less than it took, never more, when its debt drained away under the reservation", async () => {
+      // Without the reservation the debt would have drained to nothing at +6 s;
+      // with it, it never did, so the drain from +6 s to +7 s cannot be told apart.
+      const { x, y, released } = await releasedUnderOthers("TOKEN_BUCKET", { reserveAt: 1_000, otherAt: 7_000, releaseAt: 8_000 });
+      expect(released).toEqual([T0 + 8_000, 1]);
+      const [withReservation, without] = [(await check([x], 1, true)).outcomes[0]!, (await check([y], 1, true)).outcomes[0]!];
+      expect(withReservation.resetAtMs - without.resetAtMs).toBe(1_000); // one sixth of a token still counted, for one second
+      expect(withReservation.remaining).toBe(without.remaining);
+    });
+
+    it("gives nothing back when the rule's window changed and other requests counted since", async () => {
+      const receipt = await receiptOf(one(fixedWindow));
+      const changed: BucketRef = { ...fixedWindow, params: { ...fixedWindow.params, windowMs: 30_000 } };
+      await check([changed]);
+      expect(await run(one(changed), MODES.release, receipt)).toEqual([T0, 0]);
+      expect((await check([changed], 1, true)).outcomes[0]!.remaining).toBe(0);
+    });
   });
 });

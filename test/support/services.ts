@@ -4,6 +4,7 @@
  * CI must never pass by testing nothing.
  */
 
+import { execFile } from "node:child_process";
 import net from "node:net";
 import pg from "pg";
 
@@ -28,17 +29,25 @@ function probe(url: string): Promise<boolean> {
   });
 }
 
-async function available(name: string, url: string): Promise<boolean> {
-  if (!reachable.has(url)) reachable.set(url, probe(url));
-  const ok = await reachable.get(url)!;
+async function available(name: string, where: string, check: () => Promise<boolean>): Promise<boolean> {
+  if (!reachable.has(where)) reachable.set(where, check());
+  const ok = await reachable.get(where)!;
   if (ok) return true;
-  if (process.env.CI === "true") throw new Error(`${name} at ${url} is unreachable, and CI=true: the suites that need it cannot be skipped`);
-  console.warn(`\n!!! ${name} at ${url} is unreachable: SKIPPING the suites that need it (CI=true would fail instead) !!!\n`);
+  if (process.env.CI === "true") throw new Error(`${name} at ${where} is unreachable, and CI=true: the suites that need it cannot be skipped`);
+  console.warn(`\n!!! ${name} at ${where} is unreachable: SKIPPING the suites that need it (CI=true would fail instead) !!!\n`);
   return false;
 }
 
-export const redisAvailable = () => available("Redis", REDIS_URL);
-export const postgresAvailable = () => available("Postgres", POSTGRES_URL);
+/** Whether a binary runs: `<name> --version` exits 0. */
+function runs(binary: string): Promise<boolean> {
+  return new Promise((resolve) => execFile(binary, ["--version"], (error) => resolve(error === null)));
+}
+
+export const redisAvailable = () => available("Redis", REDIS_URL, () => probe(REDIS_URL));
+export const postgresAvailable = () => available("Postgres", POSTGRES_URL, () => probe(POSTGRES_URL));
+/** redis-server and redis-cli on PATH, for the suites that start Redis processes of their own (cluster, sentinel, failover). */
+export const redisBinariesAvailable = () =>
+  available("redis-server and redis-cli", "PATH", async () => (await runs("redis-server")) && (await runs("redis-cli")));
 
 /** A fresh database of its own; drop() removes it. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {

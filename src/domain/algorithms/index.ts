@@ -72,7 +72,7 @@ export interface CombinedDecision {
  * these buckets already refuses the request.
  */
 export function combine(
-  evaluations: readonly Evaluation[],
+  evaluations: readonly Pick<Evaluation, "verdict">[],
   actions: readonly Action[],
   dryRun: boolean,
   refusedElsewhere = false,

@@ -13,6 +13,7 @@
  */
 
 import { createHash } from "node:crypto";
+import calculateSlot from "cluster-key-slot";
 import type { BucketRef } from "../../domain/ports.js";
 
 const MAX_PLAIN_FIELD = 48;
@@ -31,6 +32,11 @@ export class KeyLayout {
   keysOf(ruleId: string, field: string): { pageA: string; pageB: string; log: string } {
     const base = `${this.prefix}{${ruleId}:${fnv1a(field) % this.pages}}`;
     return { pageA: `${base}:a`, pageB: `${base}:b`, log: `${base}:l:${field}` };
+  }
+
+  /** The Redis Cluster slot every key of a bucket hashes to (by its hash tag). */
+  slotOf(ruleId: string, field: string): number {
+    return calculateSlot(this.keysOf(ruleId, field).pageA);
   }
 
   /** The keys decide.lua reads for a bucket, in its order. */

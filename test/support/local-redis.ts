@@ -1,0 +1,266 @@
+/**
+ * Redis processes of a test's own, on spare loopback ports: a Redis Cluster
+ * (masters with replicas, joined by redis-cli --cluster create) or a Sentinel
+ * group (a master, a replica and a sentinel). Tests can kill their nodes;
+ * stop() kills every process by its pid and removes the temporary directory,
+ * and a process that exits without stopping kills what it started.
+ *
+ * Every node runs without persistence, with diskless replication that starts
+ * at once, and with a short node timeout, so that a cluster is up in about two
+ * seconds and a killed master is replaced in about two more.
+ */
+
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { Redis } from "ioredis";
+import { freePort } from "./redis-server.js";
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+const HOST = "127.0.0.1";
+/** Redis Cluster talks between nodes on the client port + 10000. */
+const BUS_OFFSET = 10_000;
+const run = promisify(execFile);
+
+/** Groups started here and not yet stopped: killed if the test process exits without stopping them. */
+const running = new Set<Processes>();
+process.once("exit", () => {
+  for (const processes of running) processes.killNow();
+});
+
+class Processes {
+  readonly dir = mkdtempSync(join(tmpdir(), "floodgate-redis-"));
+  private readonly children = new Map<number, ChildProcess>();
+
+  constructor() {
+    running.add(this);
+  }
+
+  async start(port: number, args: string[]): Promise<void> {
+    const child = spawn("redis-server", [...args, "--port", String(port), "--bind", HOST, "--dir", this.dir, "--save", "", "--appendonly", "no", "--logfile", this.log(port)], {
+      stdio: "ignore",
+    });
+    this.children.set(port, child);
+    await waitFor(
+      `redis-server on port ${port}`,
+      async () => (await command(port, (r) => r.ping())) === "PONG",
+      () => (child.exitCode === null ? null : new Error(`redis-server on port ${port} exited: ${this.tail(port)}`)),
+    );
+  }
+
+  /** Kills one node at once (SIGKILL: no goodbye to the cluster), as a crash would. */
+  kill(port: number): void {
+    this.children.get(port)?.kill("SIGKILL");
+  }
+
+  async stop(): Promise<void> {
+    const exits = [...this.children.values()]
+      .filter((child) => child.exitCode === null && child.signalCode === null)
+      .map((child) => new Promise((resolve) => child.once("exit", resolve)));
+    this.killNow();
+    await Promise.all(exits);
+  }
+
+  /** Synchronous, for process exit: SIGKILL every node, remove the directory. */
+  killNow(): void {
+    for (const child of this.children.values()) child.kill("SIGKILL");
+    rmSync(this.dir, { recursive: true, force: true });
+    running.delete(this);
+  }
+
+  private log(port: number): string {
+    return join(this.dir, `${port}.log`);
+  }
+
+  private tail(port: number): string {
+    try {
+      return readFileSync(this.log(port), "utf8").trim().split("\n").slice(-3).join(" | ");
+    } catch {
+      return "(no log)";
+    }
+  }
+}
+
+export interface LocalRedisCluster {
+  /** Every node: seeds for a client. */
+  nodes: HostPort[];
+  /** The master serving a slot now, by asking the cluster. */
+  masterOf(slot: number): Promise<HostPort>;
+  kill(node: HostPort): void;
+  stop(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  masters?: number;
+  replicasPerMaster?: number;
+  /** cluster-node-timeout: how long a master may be silent before its replica takes over. */
+  nodeTimeoutMs?: number;
+}
+
+export function startRedisCluster(options: ClusterOptions = {}): Promise<LocalRedisCluster> {
+  const masters = options.masters ?? 3;
+  const replicas = options.replicasPerMaster ?? 1;
+  return withProcesses(async (processes) => {
+    const ports = await sparePorts(masters * (1 + replicas), BUS_OFFSET);
+    const args = (port: number) => [
+      "--cluster-enabled", "yes",
+      "--cluster-config-file", join(processes.dir, `nodes-${port}.conf`),
+      // A lone master never learns its own address from a peer: announce it.
+      "--cluster-announce-ip", HOST,
+      "--cluster-node-timeout", String(options.nodeTimeoutMs ?? 1000),
+      // A replica may always take over, however long its master was silent.
+      "--cluster-replica-validity-factor", "0",
+      "--repl-diskless-sync", "yes",
+      "--repl-diskless-sync-delay", "0",
+    ];
+    await Promise.all(ports.map((port) => processes.start(port, args(port))));
+    const addresses = ports.map((port) => `${HOST}:${port}`);
+    if (masters === 1 && replicas === 0) {
+      await redisCli(["-p", String(ports[0]), "cluster", "addslotsrange", "0", "16383"]);
+    } else {
+      await redisCli(["--cluster", "create", ...addresses, "--cluster-replicas", String(replicas), "--cluster-yes"]);
+    }
+    await waitFor("cluster_state:ok on every node, replicas in sync", () => clusterReady(ports, masters * replicas));
+    const nodes = ports.map((port) => ({ host: HOST, port }));
+    return {
+      nodes,
+      masterOf: async (slot) => {
+        for (const node of nodes) {
+          const reply = await command(node.port, (redis) => redis.call("CLUSTER", "SLOTS") as Promise<[number, number, [string, number]][]>).catch(() => null);
+          const range = reply?.find(([from, to]) => from <= slot && slot <= to);
+          if (range) return { host: range[2][0], port: range[2][1] };
+        }
+        throw new Error(`no live node knows who serves slot ${slot}`);
+      },
+      kill: (node) => processes.kill(node.port),
+      stop: () => processes.stop(),
+    };
+  });
+}
+
+export interface LocalRedisSentinel {
+  sentinels: HostPort[];
+  masterName: string;
+  master: HostPort;
+  /** Asks the sentinel to promote the replica; resolves once it reports the new master. */
+  failover(): Promise<HostPort>;
+  stop(): Promise<void>;
+}
+
+/** A master, one replica and one sentinel (quorum 1) watching them. */
+export function startRedisSentinel(): Promise<LocalRedisSentinel> {
+  const masterName = "floodgate";
+  return withProcesses(async (processes) => {
+    const [master, replica, sentinel] = (await sparePorts(3, 0)) as [number, number, number];
+    const replication = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"];
+    await processes.start(master, replication);
+    await processes.start(replica, [...replication, "--replicaof", HOST, String(master)]);
+    // A sentinel learns of replicas from the master's INFO, which it reads on
+    // connecting and then every 10 s: start it once the replica is in sync.
+    await waitFor("the replica to sync", async () => (await command(replica, (r) => r.info("replication"))).includes("master_link_status:up"));
+    const config = join(processes.dir, "sentinel.conf");
+    writeFileSync(
+      config,
+      [
+        `sentinel monitor ${masterName} ${HOST} ${master} 1`,
+        `sentinel down-after-milliseconds ${masterName} 1000`,
+        `sentinel failover-timeout ${masterName} 5000`,
+        "",
+      ].join("\n"),
+    );
+    await processes.start(sentinel, [config, "--sentinel"]);
+    const current = async (): Promise<HostPort> => {
+      const [host, port] = (await command(sentinel, (r) => r.call("SENTINEL", "get-master-addr-by-name", masterName))) as [string, string];
+      return { host, port: Number(port) };
+    };
+    await waitFor("the sentinel to see the replica in sync", async () => {
+      const known = (await command(sentinel, (r) => r.call("SENTINEL", "replicas", masterName))) as string[][];
+      const fields = new Map(known[0]?.flatMap((value, i, all) => (i % 2 === 0 ? [[value, all[i + 1]] as const] : [])));
+      return fields.get("flags") === "slave" && fields.get("master-link-status") === "ok";
+    });
+    return {
+      sentinels: [{ host: HOST, port: sentinel }],
+      masterName,
+      master: { host: HOST, port: master },
+      failover: async () => {
+        const before = await current();
+        await command(sentinel, (r) => r.call("SENTINEL", "failover", masterName));
+        let after = before;
+        await waitFor("the sentinel to report the promoted replica", async () => {
+          after = await current();
+          return after.port !== before.port;
+        });
+        return after;
+      },
+      stop: () => processes.stop(),
+    };
+  });
+}
+
+/** Starts what `start` starts in a new group of processes; if it fails, they are stopped. */
+async function withProcesses<T>(start: (processes: Processes) => Promise<T>): Promise<T> {
+  const processes = new Processes();
+  try {
+    return await start(processes);
+  } catch (error) {
+    await processes.stop();
+    throw error;
+  }
+}
+
+async function clusterReady(ports: readonly number[], replicas: number): Promise<boolean> {
+  let inSync = 0;
+  for (const port of ports) {
+    const [cluster, replication] = await command(port, (r) => Promise.all([r.call("CLUSTER", "INFO") as Promise<string>, r.info("replication")]));
+    if (!cluster.includes("cluster_state:ok")) return false;
+    if (replication.includes("master_link_status:up")) inSync++;
+  }
+  return inSync === replicas;
+}
+
+/** `count` free loopback ports; with an offset, each port + offset is free as well (the cluster bus). */
+async function sparePorts(count: number, offset: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = await freePort();
+    if (ports.includes(port) || port + offset > 65_535) continue;
+    if (offset > 0 && (await freePort(port + offset).catch(() => null)) === null) continue;
+    ports.push(port);
+  }
+  return ports;
+}
+
+async function redisCli(args: string[]): Promise<void> {
+  await run("redis-cli", ["-h", HOST, ...args], { timeout: 30_000 });
+}
+
+async function command<T>(port: number, body: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis({ host: HOST, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+  redis.on("error", () => undefined); // the command's promise carries the error
+  try {
+    await redis.connect();
+    return await body(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
+ * Polls until `ready` says so (20 ms apart; an error means "not yet"), for at
+ * most 30 s; `failed` says when waiting longer is pointless.
+ */
+async function waitFor(what: string, ready: () => Promise<boolean>, failed: () => Error | null = () => null): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (await ready().catch(() => false)) return;
+    const error = failed() ?? (Date.now() > deadline ? new Error(`timed out waiting for ${what}`) : null);
+    if (error) throw error;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
