@@ -56,7 +56,7 @@ export interface CheckOperationsOptions {
   parseOptions: ParseOptions;
   /** The validation rules Apollo is given beside graphql's own (specifiedRules). */
   validationRules: readonly ValidationRule[];
-  /** Distinct documents kept compiled (and documents known not to be fast-path checks), least recently used dropped first. */
+  /** Distinct query texts kept compiled (or known not to be fast-path checks), least recently used dropped first. */
   capacity: number;
   logger: Logger;
 }
@@ -65,10 +65,14 @@ const CHECK_FIELDS: ReadonlySet<string> = new Set(["checkLimits", "checkLimitsBa
 /** A document without it is not a check: Apollo answers it, without the fast path parsing it first. */
 const CHECK_FIELD_PREFIX = "checkLimits";
 const NO_HTTP_PART: HttpPart = Object.freeze({ status: undefined, headers: [] });
+const MAX_OPERATION_NAMES = 16;
+
+/** One query text's operations, by operation name (null: none given); a null operation is Apollo's to answer. */
+type Operations = Map<string | null, CompiledQuery | null>;
 
 export class CheckOperations {
-  /** Keyed by operation name and query text; null: Apollo answers this document. */
-  private readonly documents = new Map<string, CompiledQuery | null>();
+  /** By query text, so that finding one costs no new string per request. */
+  private readonly documents = new Map<string, Operations>();
   private readonly rules: readonly ValidationRule[];
 
   constructor(private readonly options: CheckOperationsOptions) {
@@ -101,17 +105,22 @@ export class CheckOperations {
 
   private compiled(query: string, operationName: string | undefined): CompiledQuery | null {
     if (!query.includes(CHECK_FIELD_PREFIX)) return null;
-    // Operation names are GraphQL names (no spaces; the HTTP layer sends others to Apollo), so the key is unambiguous.
-    const key = `${operationName ?? ""} ${query}`;
-    const known = this.documents.get(key);
-    if (known !== undefined) {
-      this.documents.delete(key);
-      this.documents.set(key, known);
-      return known;
+    let operations = this.documents.get(query);
+    if (operations === undefined) {
+      if (this.documents.size >= this.options.capacity) this.documents.delete(this.documents.keys().next().value!);
+      operations = new Map();
+    } else {
+      this.documents.delete(query);
     }
-    const compiled = this.compile(query, operationName);
-    if (this.documents.size >= this.options.capacity) this.documents.delete(this.documents.keys().next().value!);
-    this.documents.set(key, compiled);
+    this.documents.set(query, operations);
+    const name = operationName ?? null;
+    let compiled = operations.get(name);
+    if (compiled === undefined) {
+      compiled = this.compile(query, operationName);
+      // A text sent with ever new operation names must not grow without bound either.
+      if (operations.size >= MAX_OPERATION_NAMES) operations.delete(operations.keys().next().value!);
+      operations.set(name, compiled);
+    }
     return compiled;
   }
 

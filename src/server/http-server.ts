@@ -148,7 +148,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
   });
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? "/").split("?", 1)[0];
+    const path = pathOf(req.url ?? "/");
     if (path === "/graphql") return graphql(req, res);
     if (path === "/healthz" && req.method === "GET") return json(res, 200, { status: "ok" });
     if (path === "/metrics" && req.method === "GET") {
@@ -300,6 +300,11 @@ function fastPathResponse(answer: GraphQLAnswer): HTTPGraphQLResponse {
   return { status, headers: fromErrors, body };
 }
 
+function pathOf(url: string): string {
+  const end = url.indexOf("?");
+  return end === -1 ? url : url.slice(0, end);
+}
+
 /** The query string with its "?", as Apollo wants it (GET carries the operation there). */
 function searchOf(url: string | undefined): string {
   const start = url?.indexOf("?") ?? -1;
@@ -319,7 +324,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       }
       chunks.push(chunk);
     });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => resolve((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8")));
     req.on("error", reject);
   });
 }
