@@ -101,6 +101,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         maxBodyBytes: settings.maxBodyBytes,
         maxQueryDepth: settings.maxQueryDepth,
         maxQueryFields: settings.maxQueryFields,
+        fastPathCacheSize: settings.fastPathCacheSize,
         shutdownTimeoutMs: settings.shutdownTimeoutMs,
         readiness: () => ({
           ready: book.lastLoadedAt !== null,

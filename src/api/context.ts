@@ -32,9 +32,11 @@ export interface ApiContext {
   check(requests: readonly CheckRequest[]): Promise<Decision[]>;
 }
 
+/** Never cached (every check counts) and never split: the operation's checks stay one batch, authorized together. The same object for every request. */
+const CHECK_LOADER_OPTIONS = { cache: false } as const;
+
 export function createContext(services: Services, principal: Principal, requestId: string): ApiContext {
-  // Never cached (every check counts) and never split: the operation's checks stay one batch, authorized together.
-  const loader = new DataLoader<CheckRequest, Decision>((requests) => services.limiter.check(principal, requests), { cache: false });
+  const loader = new DataLoader<CheckRequest, Decision>((requests) => services.limiter.check(principal, requests), CHECK_LOADER_OPTIONS);
   return {
     services,
     principal,

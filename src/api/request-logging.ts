@@ -1,5 +1,6 @@
 import type { ApolloServerPlugin } from "@apollo/server";
 import { unwrapResolverError } from "@apollo/server/errors";
+import type { GraphQLError } from "graphql";
 import type { Logger } from "pino";
 import type { ApiContext } from "./context.js";
 import { isExpected } from "./errors.js";
@@ -15,9 +16,7 @@ export function requestLogging(logger: Logger): ApolloServerPlugin<ApiContext> {
     async requestDidStart() {
       return {
         async didEncounterErrors({ errors, contextValue }) {
-          for (const error of errors) {
-            if (!isExpected(error)) logger.error({ err: unwrapResolverError(error), requestId: contextValue.requestId }, "unexpected error");
-          }
+          logUnexpectedErrors(logger, errors, contextValue.requestId);
         },
         async willSendResponse({ operation, operationName, contextValue, errors }) {
           if (operation?.operation !== "mutation") return;
@@ -29,4 +28,11 @@ export function requestLogging(logger: Logger): ApolloServerPlugin<ApiContext> {
       };
     },
   };
+}
+
+/** The errors a caller sees only as INTERNAL_SERVER_ERROR, logged with their cause and the request's id (whichever path ran the operation). */
+export function logUnexpectedErrors(logger: Logger, errors: readonly GraphQLError[], requestId: string): void {
+  for (const error of errors) {
+    if (!isExpected(error)) logger.error({ err: unwrapResolverError(error), requestId }, "unexpected error");
+  }
 }

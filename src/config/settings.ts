@@ -53,6 +53,8 @@ export interface Settings {
   shutdownTimeoutMs: number;
   /** Buckets the over-limit cache remembers at most; 0 turns it off. */
   overLimitCacheSize: number;
+  /** Check documents kept compiled for the fast path past Apollo; 0 turns the fast path off. */
+  fastPathCacheSize: number;
 }
 
 export interface HostPort {
@@ -100,6 +102,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     maxQueryFields: integer(env, "MAX_QUERY_FIELDS", 5000, 10, 1_000_000),
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     overLimitCacheSize: integer(env, "OVER_LIMIT_CACHE_SIZE", 100_000, 0, 10_000_000),
+    fastPathCacheSize: integer(env, "FAST_PATH_CACHE_SIZE", 1000, 0, 1_000_000),
   };
 }
 

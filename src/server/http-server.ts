@@ -1,14 +1,15 @@
 /**
  * HTTP and WebSocket serving on one port: POST/GET /graphql through Apollo
  * Server (its framework-neutral executeHTTPGraphQLRequest, so no web framework
- * sits on the hot path), graphql-ws subscriptions on the same path, and the
- * health endpoints.
+ * sits on the hot path), checks through their compiled fast path
+ * (src/api/check-operations.ts) when they can take it, graphql-ws
+ * subscriptions on the same path, and the health endpoints.
  */
 
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from "@apollo/server";
+import { ApolloServer, HeaderMap, type HTTPGraphQLRequest, type HTTPGraphQLResponse } from "@apollo/server";
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -20,6 +21,7 @@ import { GraphQLError, Kind, parse, specifiedRules, validate, type GraphQLSchema
 import { useServer } from "graphql-ws/use/ws";
 import type { Registry } from "prom-client";
 import { WebSocketServer } from "ws";
+import { CheckOperations, type CheckRequestBody, type GraphQLAnswer } from "../api/check-operations.js";
 import { createContext, type ApiContext, type Services } from "../api/context.js";
 import { formatError, formatGraphQLError, toGraphQLError } from "../api/errors.js";
 import { mutationLimit } from "../api/mutation-limit.js";
@@ -36,6 +38,8 @@ export interface HttpServerOptions {
   maxBodyBytes: number;
   maxQueryDepth: number;
   maxQueryFields: number;
+  /** Check documents kept compiled for the fast path; 0: every request goes through Apollo. */
+  fastPathCacheSize: number;
   /** How long shutdown waits for requests in flight before closing their connections. */
   shutdownTimeoutMs: number;
   /** Prometheus registry served at GET /metrics. */
@@ -88,8 +92,11 @@ async function authenticateWith(services: Services, authorization: string | unde
 
 export async function startHttpServer(options: HttpServerOptions, port: number, host: string): Promise<RunningServer> {
   const { schema, services, logger } = options;
-  const authenticate = (authorization: string | undefined) => authenticateWith(services, authorization);
   const validationRules = [queryLimits(options.maxQueryDepth, options.maxQueryFields)];
+  // A document is refused past this many tokens before it is even parsed whole: a legitimate one is far smaller.
+  const parseOptions = { maxTokens: options.maxQueryFields * 10 };
+  const checks =
+    options.fastPathCacheSize > 0 ? new CheckOperations({ schema, parseOptions, validationRules, capacity: options.fastPathCacheSize, logger }) : null;
   const apollo = new ApolloServer<ApiContext>({
     schema,
     introspection: options.introspection,
@@ -111,8 +118,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       requestLogging(logger),
     ],
     validationRules,
-    // A document is refused past this many tokens before it is even parsed whole: a legitimate one is far smaller.
-    parseOptions: { maxTokens: options.maxQueryFields * 10 },
+    parseOptions,
     // Apollo's default pretty-prints every response (JSON.stringify(value, null, 2)).
     stringifyResult: (value) => JSON.stringify(value),
     // Parsed and validated documents are cached by Apollo's default document
@@ -142,7 +148,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
   });
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? "/").split("?", 1)[0];
+    const path = pathOf(req.url ?? "/");
     if (path === "/graphql") return graphql(req, res);
     if (path === "/healthz" && req.method === "GET") return json(res, 200, { status: "ok" });
     if (path === "/metrics" && req.method === "GET") {
@@ -170,20 +176,12 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     if (asksForSubscription(body, req.url)) {
       return json(res, 400, graphqlError("subscriptions are served over WebSocket (the graphql-ws protocol) on /graphql, not over HTTP", "BAD_REQUEST"));
     }
-    const headers = new HeaderMap();
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-    }
-    const httpGraphQLRequest: HTTPGraphQLRequest = {
-      method: (req.method ?? "GET").toUpperCase(),
-      headers,
-      search: searchOf(req.url),
-      body,
-    };
-    const response = await apollo.executeHTTPGraphQLRequest({
-      httpGraphQLRequest,
-      context: async () => createContext(services, await authenticate(headers.get("authorization")), requestId),
-    });
+    // Authenticated once, whichever path answers: the fast path hands a request it cannot answer on to Apollo.
+    let caller: Promise<Principal> | undefined;
+    const context = async () => createContext(services, await (caller ??= authenticateWith(services, req.headers.authorization)), requestId);
+    const check = checkRequestOf(req, body);
+    const answer = checks !== null && check !== null ? await checks.run(check, context) : null;
+    const response = answer === null ? await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequestOf(req, body), context }) : fastPathResponse(answer);
     if (closing) res.shouldKeepAlive = false;
     res.statusCode = response.status ?? 200;
     for (const [name, value] of response.headers) res.setHeader(name, value);
@@ -252,6 +250,61 @@ function requestIdOf(req: IncomingMessage): string {
   return typeof given === "string" && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : randomUUID();
 }
 
+function apolloRequestOf(req: IncomingMessage, body: unknown): HTTPGraphQLRequest {
+  const headers = new HeaderMap();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+  }
+  return { method: (req.method ?? "GET").toUpperCase(), headers, search: searchOf(req.url), body };
+}
+
+/**
+ * A JSON media type: a POST carrying it was preflighted by any browser, so
+ * Apollo's CSRF prevention lets it through (and anything else is Apollo's to
+ * judge).
+ */
+const JSON_CONTENT_TYPE = /^application\/json[ \t]*(;|$)/i;
+/** What Apollo answers a single result in for these Accept headers; others are negotiated by Apollo. */
+const APOLLO_DEFAULT_ACCEPTS = new Set([undefined, "", "*/*", "application/json"]);
+const APOLLO_JSON_HEADERS = new HeaderMap([["content-type", "application/json; charset=utf-8"]]);
+const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
+
+/**
+ * The request the check fast path may try: a POST of JSON, answered in
+ * Apollo's default content type, whose body holds a query text, no persisted
+ * query, and variables and an operation name of the types Apollo accepts;
+ * null sends it to Apollo.
+ */
+function checkRequestOf(req: IncomingMessage, body: unknown): CheckRequestBody | null {
+  if (req.method !== "POST" || !JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "") || !APOLLO_DEFAULT_ACCEPTS.has(req.headers.accept)) return null;
+  if (!isRecord(body)) return null;
+  const { query, operationName, variables, extensions } = body;
+  if (typeof query !== "string") return null;
+  if (!(operationName === undefined || operationName === null || (typeof operationName === "string" && GRAPHQL_NAME.test(operationName)))) return null;
+  if (!(variables === undefined || variables === null || isRecord(variables))) return null;
+  if (!(extensions === undefined || extensions === null || (isRecord(extensions) && !("persistedQuery" in extensions)))) return null;
+  return { query, operationName: operationName ?? undefined, variables: variables ?? undefined };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** As Apollo answers: the headers errors set, then its content type unless one of them set another. */
+function fastPathResponse(answer: GraphQLAnswer): HTTPGraphQLResponse {
+  const { status, headers } = answer.http;
+  const body = { kind: "complete" as const, string: answer.body };
+  if (headers.length === 0) return { status, headers: APOLLO_JSON_HEADERS, body };
+  const fromErrors = new HeaderMap(headers);
+  if (!fromErrors.has("content-type")) fromErrors.set("content-type", APOLLO_JSON_HEADERS.get("content-type")!);
+  return { status, headers: fromErrors, body };
+}
+
+function pathOf(url: string): string {
+  const end = url.indexOf("?");
+  return end === -1 ? url : url.slice(0, end);
+}
+
 /** The query string with its "?", as Apollo wants it (GET carries the operation there). */
 function searchOf(url: string | undefined): string {
   const start = url?.indexOf("?") ?? -1;
@@ -271,7 +324,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       }
       chunks.push(chunk);
     });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => resolve((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8")));
     req.on("error", reject);
   });
 }
