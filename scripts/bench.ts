@@ -221,6 +221,8 @@ async function startFloodgate(name: string, databaseUrl: string, env: Record<str
       PORT: String(port),
       HOST: "127.0.0.1",
       DATABASE_URL: databaseUrl,
+      // No rule snapshot: the scratch database's rules have no business in the checkout's DATA_DIR.
+      DATA_DIR: "memory://",
       REDIS_URL,
       REDIS_KEY_PREFIX: KEY_PREFIX,
       ADMIN_TOKEN: TOKEN,

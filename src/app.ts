@@ -70,7 +70,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       events: core.events,
       prepare: () => migrate(core.database, logger),
       // Embedded storage lives on this disk already; only a remote database needs a local copy of its rules.
-      snapshot: settings.databaseUrl && settings.dataDir ? new RuleSnapshotFile(join(settings.dataDir, "rules-snapshot.json")) : null,
+      snapshot: settings.databaseUrl && settings.dataDir ? new RuleSnapshotFile(join(settings.dataDir, "rules-snapshot.json"), settings.databaseUrl) : null,
       reloadIntervalMs: settings.ruleReloadIntervalMs,
       retryMs: settings.ruleRetryMs,
       log: logger,

@@ -6,7 +6,7 @@
  * snapshot on disk, and says so in /readyz.
  */
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -99,6 +99,22 @@ describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => 
 
     await proxy.start();
     await waitFor(async () => (await readiness(app)).rules.source === "database");
+  });
+
+  it("does not start from a snapshot another database's rules were saved in", async () => {
+    const first = await start();
+    await first.client.data(CreateRuleDocument, { input: { tenantId: "pg-other", name: "one-per-minute", limit: 1, window: 60 } });
+    await stop(first.app);
+    const path = join(dataDir, "rules-snapshot.json");
+    const saved = JSON.parse(readFileSync(path, "utf8")) as { database: string; rules: unknown[] };
+    const { hostname, port, pathname } = new URL(proxiedUrl);
+    expect(saved.database).toBe(`${hostname}:${port}${pathname}`);
+    expect(saved.rules.length).toBeGreaterThan(0);
+    writeFileSync(path, JSON.stringify({ ...saved, database: "elsewhere:5432/scratch" }));
+
+    await proxy.stop();
+    await expect(start()).rejects.toThrow(/rule database is unreachable/);
+    await proxy.start();
   });
 
   it("refuses to start with the database down and no snapshot, rather than decide with no rules", async () => {
