@@ -14,7 +14,7 @@ import { Limiter } from "../../src/engine/limiter.js";
 import type { MutationLimiter } from "../../src/engine/mutation-limiter.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleService } from "../../src/engine/rule-service.js";
-import { RuleSync } from "../../src/engine/rule-sync.js";
+import type { RuleSync } from "../../src/engine/rule-sync.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import {
@@ -28,123 +28,100 @@ import {
   type CheckTwoAliasedQuery,
   type CreateRuleMutation,
 } from "../generated/graphql.js";
-import { startTestApp, type TestApp } from "../support/app.js";
 import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
 import { CountingCounterStore } from "../support/ports.js";
-import type { GraphQLClient } from "../support/graphql-client.js";
-import { STORAGES, check, createRule, expectBadUserInput, expectNoStackTrace, newTenant, realStorageAvailable } from "./api-support.js";
+import { inProcessRuleSync } from "../support/rule-sync.js";
+import { check, createRule, describeOnEachStorage, expectBadUserInput, expectNoStackTrace, newTenant } from "./api-support.js";
 
-const realAvailable = await realStorageAvailable();
+await describeOnEachStorage("checkLimitsBatch over HTTP", (suite) => {
+  async function perUserRule(tenantId: string, limit: number) {
+    return createRule(suite.client, { tenantId, name: "per-user", scope: ["USER"], limit, window: 1, windowUnit: "MINUTES" });
+  }
 
-/**
- * graphql as the schema's builder (type-graphql, loaded by Node from
- * node_modules) sees it: the CommonJS build. A plain `import` here would get
- * vitest's ESM build, a second copy of graphql that refuses the schema.
- */
-
-for (const storage of STORAGES) {
-  describe.runIf(storage === "embedded" || realAvailable)(`checkLimitsBatch over HTTP (${storage})`, () => {
-    let t: TestApp;
-    let client: GraphQLClient;
-
-    beforeAll(async () => {
-      t = await startTestApp(storage);
-      client = t.client;
-    });
-
-    afterAll(async () => {
-      await t?.stop();
-    });
-
-    async function perUserRule(tenantId: string, limit: number) {
-      return createRule(client, { tenantId, name: "per-user", scope: ["USER"], limit, window: 1, windowUnit: "MINUTES" });
-    }
-
-    it("applies the checks of a batch in order: limit 2, three checks of one user -> allowed, allowed, denied", async () => {
-      const tenantId = newTenant();
-      await perUserRule(tenantId, 2);
-      const request = { tenantId, userId: "u1" };
-      const { checkLimitsBatch } = await client.data(CheckLimitsBatchDocument, { requests: [request, request, request] });
-      expect(checkLimitsBatch.map((d) => d.allowed)).toEqual([true, true, false]);
-      expect(checkLimitsBatch.map((d) => d.remaining)).toEqual([1, 0, 0]);
-    });
-
-    it("returns one decision per request, in the order of the requests", async () => {
-      const limited = newTenant();
-      const rule = await perUserRule(limited, 5);
-      const requests: CheckLimitsInput[] = [
-        { tenantId: limited, userId: "u1" },
-        { tenantId: newTenant(), userId: "u1" },
-        { tenantId: limited, userId: "u2" },
-        { tenantId: limited, userId: "u1" },
-      ];
-      const { checkLimitsBatch } = await client.data(CheckLimitsBatchDocument, { requests });
-      expect(checkLimitsBatch).toHaveLength(4);
-      expect(checkLimitsBatch.map((d) => d.rule?.id ?? null)).toEqual([rule.id, null, rule.id, rule.id]);
-      expect(checkLimitsBatch.map((d) => d.results[0]?.key ?? null)).toEqual(["user:u1", null, "user:u2", "user:u1"]);
-      expect(checkLimitsBatch.map((d) => d.remaining)).toEqual([4, null, 4, 3]);
-    });
-
-    it("returns an empty list for an empty batch", async () => {
-      expect((await client.data(CheckLimitsBatchDocument, { requests: [] })).checkLimitsBatch).toEqual([]);
-    });
-
-    it("fails a batch holding one invalid request with BAD_USER_INPUT naming requests[1].cost", async () => {
-      const tenantId = newTenant();
-      await perUserRule(tenantId, 5);
-      const valid = { tenantId, userId: "u1" };
-      const response = await client.request(CheckLimitsBatchDocument, { requests: [valid, { ...valid, cost: 0 }, valid] });
-      expect(response.data).toBeNull();
-      expectBadUserInput(response.errors, "requests[1].cost");
-      expectNoStackTrace(response);
-    });
-
-    it("consumes nothing for the valid requests of a batch that fails validation", async () => {
-      const tenantId = newTenant();
-      await perUserRule(tenantId, 5);
-      const valid = { tenantId, userId: "u1" };
-      await client.request(CheckLimitsBatchDocument, { requests: [valid, valid, { ...valid, ip: "not-an-ip" }] });
-      expect((await check(client, valid)).remaining).toBe(4);
-    });
-
-    it("names the invalid field of the failing request, e.g. requests[2].ip", async () => {
-      const valid = { tenantId: newTenant(), userId: "u1" };
-      const response = await client.request(CheckLimitsBatchDocument, { requests: [valid, valid, { ...valid, ip: "not-an-ip" }] });
-      expectBadUserInput(response.errors, "requests[2].ip");
-    });
-
-    it("refuses more than 1000 requests with BAD_USER_INPUT naming requests, and consumes nothing", async () => {
-      const tenantId = newTenant();
-      await perUserRule(tenantId, 5);
-      const request = { tenantId, userId: "u1" };
-      const response = await client.request(CheckLimitsBatchDocument, { requests: Array.from({ length: 1001 }, () => request) });
-      expect(response.data).toBeNull();
-      expectBadUserInput(response.errors, "requests");
-      expectNoStackTrace(response);
-      expect((await check(client, request)).remaining).toBe(4);
-    });
-
-    it("accepts exactly 1000 requests", async () => {
-      const tenantId = newTenant();
-      await perUserRule(tenantId, 990);
-      const requests = Array.from({ length: 1000 }, () => ({ tenantId, userId: "u1" }));
-      const { checkLimitsBatch } = await client.data(CheckLimitsBatchDocument, { requests });
-      expect(checkLimitsBatch).toHaveLength(1000);
-      expect(checkLimitsBatch.filter((d) => d.allowed)).toHaveLength(990);
-      expect(checkLimitsBatch[989]!.allowed).toBe(true);
-      expect(checkLimitsBatch[990]!.allowed).toBe(false);
-    });
-
-    it("applies two aliased checkLimits of one query in order", async () => {
-      const tenantId = newTenant();
-      await perUserRule(tenantId, 1);
-      const request = { tenantId, userId: "u1" };
-      const { first, second } = await client.data(CheckTwoAliasedDocument, { first: request, second: request });
-      expect(first.allowed).toBe(true);
-      expect(second.allowed).toBe(false);
-    });
+  it("applies the checks of a batch in order: limit 2, three checks of one user -> allowed, allowed, denied", async () => {
+    const tenantId = newTenant();
+    await perUserRule(tenantId, 2);
+    const request = { tenantId, userId: "u1" };
+    const { checkLimitsBatch } = await suite.client.data(CheckLimitsBatchDocument, { requests: [request, request, request] });
+    expect(checkLimitsBatch.map((d) => d.allowed)).toEqual([true, true, false]);
+    expect(checkLimitsBatch.map((d) => d.remaining)).toEqual([1, 0, 0]);
   });
-}
+
+  it("returns one decision per request, in the order of the requests", async () => {
+    const limited = newTenant();
+    const rule = await perUserRule(limited, 5);
+    const requests: CheckLimitsInput[] = [
+      { tenantId: limited, userId: "u1" },
+      { tenantId: newTenant(), userId: "u1" },
+      { tenantId: limited, userId: "u2" },
+      { tenantId: limited, userId: "u1" },
+    ];
+    const { checkLimitsBatch } = await suite.client.data(CheckLimitsBatchDocument, { requests });
+    expect(checkLimitsBatch).toHaveLength(4);
+    expect(checkLimitsBatch.map((d) => d.rule?.id ?? null)).toEqual([rule.id, null, rule.id, rule.id]);
+    expect(checkLimitsBatch.map((d) => d.results[0]?.key ?? null)).toEqual(["user:u1", null, "user:u2", "user:u1"]);
+    expect(checkLimitsBatch.map((d) => d.remaining)).toEqual([4, null, 4, 3]);
+  });
+
+  it("returns an empty list for an empty batch", async () => {
+    expect((await suite.client.data(CheckLimitsBatchDocument, { requests: [] })).checkLimitsBatch).toEqual([]);
+  });
+
+  it("fails a batch holding one invalid request with BAD_USER_INPUT naming requests[1].cost", async () => {
+    const tenantId = newTenant();
+    await perUserRule(tenantId, 5);
+    const valid = { tenantId, userId: "u1" };
+    const response = await suite.client.request(CheckLimitsBatchDocument, { requests: [valid, { ...valid, cost: 0 }, valid] });
+    expect(response.data).toBeNull();
+    expectBadUserInput(response.errors, "requests[1].cost");
+    expectNoStackTrace(response);
+  });
+
+  it("consumes nothing for the valid requests of a batch that fails validation", async () => {
+    const tenantId = newTenant();
+    await perUserRule(tenantId, 5);
+    const valid = { tenantId, userId: "u1" };
+    await suite.client.request(CheckLimitsBatchDocument, { requests: [valid, valid, { ...valid, ip: "not-an-ip" }] });
+    expect((await check(suite.client, valid)).remaining).toBe(4);
+  });
+
+  it("names the invalid field of the failing request, e.g. requests[2].ip", async () => {
+    const valid = { tenantId: newTenant(), userId: "u1" };
+    const response = await suite.client.request(CheckLimitsBatchDocument, { requests: [valid, valid, { ...valid, ip: "not-an-ip" }] });
+    expectBadUserInput(response.errors, "requests[2].ip");
+  });
+
+  it("refuses more than 1000 requests with BAD_USER_INPUT naming requests, and consumes nothing", async () => {
+    const tenantId = newTenant();
+    await perUserRule(tenantId, 5);
+    const request = { tenantId, userId: "u1" };
+    const response = await suite.client.request(CheckLimitsBatchDocument, { requests: Array.from({ length: 1001 }, () => request) });
+    expect(response.data).toBeNull();
+    expectBadUserInput(response.errors, "requests");
+    expectNoStackTrace(response);
+    expect((await check(suite.client, request)).remaining).toBe(4);
+  });
+
+  it("accepts exactly 1000 requests", async () => {
+    const tenantId = newTenant();
+    await perUserRule(tenantId, 990);
+    const requests = Array.from({ length: 1000 }, () => ({ tenantId, userId: "u1" }));
+    const { checkLimitsBatch } = await suite.client.data(CheckLimitsBatchDocument, { requests });
+    expect(checkLimitsBatch).toHaveLength(1000);
+    expect(checkLimitsBatch.filter((d) => d.allowed)).toHaveLength(990);
+    expect(checkLimitsBatch[989]!.allowed).toBe(true);
+    expect(checkLimitsBatch[990]!.allowed).toBe(false);
+  });
+
+  it("applies two aliased checkLimits of one query in order", async () => {
+    const tenantId = newTenant();
+    await perUserRule(tenantId, 1);
+    const request = { tenantId, userId: "u1" };
+    const { first, second } = await suite.client.data(CheckTwoAliasedDocument, { first: request, second: request });
+    expect(first.allowed).toBe(true);
+    expect(second.allowed).toBe(false);
+  });
+});
 
 describe("one round trip per operation (schema executed in-process)", () => {
   let schema: GraphQLSchema;
@@ -159,16 +136,7 @@ describe("one round trip per operation (schema executed in-process)", () => {
     const book = new RuleBook();
     const repository = new InMemoryRuleRepository();
     const rules = new RuleService(repository, book, store, events, systemClock);
-    sync = new RuleSync({
-      repository,
-      book,
-      events,
-      prepare: async () => undefined,
-      snapshot: null,
-      reloadIntervalMs: 0,
-      retryMs: 1000,
-      log: { info: () => undefined, warn: () => undefined },
-    });
+    sync = inProcessRuleSync(book, repository, events);
     await sync.start();
     services = {
       rules,

@@ -9,10 +9,11 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { migrate, MIGRATIONS_DIR, readMigrations, type Migration } from "../../src/db/migrations.js";
 import { pgliteSqlClient, pgSqlClient, type SqlClient } from "../../src/db/sql-client.js";
-import { createTestDatabase, postgresAvailable } from "../support/services.js";
+import { freshPostgresDatabases } from "../support/databases.js";
+import { postgresAvailable } from "../support/services.js";
 
 interface MigrationRecord {
   id: string;
@@ -218,7 +219,7 @@ function migrationCases(open: () => Promise<Target>): void {
 }
 
 describe.runIf(await postgresAvailable())("migrations on Postgres", () => {
-  const drops: (() => Promise<void>)[] = [];
+  const freshDatabase = freshPostgresDatabases();
   const clients: pg.Client[] = [];
 
   async function connect(url: string): Promise<pg.Client> {
@@ -228,17 +229,8 @@ describe.runIf(await postgresAvailable())("migrations on Postgres", () => {
     return client;
   }
 
-  async function freshDatabase(): Promise<string> {
-    const database = await createTestDatabase();
-    drops.push(() => database.drop());
-    return database.url;
-  }
-
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((client) => client.end()));
-  });
-  afterAll(async () => {
-    for (const drop of drops.splice(0)) await drop();
   });
 
   migrationCases(async () => ({ sql: pgSqlClient(await connect(await freshDatabase())) }));

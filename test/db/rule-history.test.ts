@@ -10,100 +10,72 @@ import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { openDatabase, type Database, type DatabaseTarget } from "../../src/db/database.js";
+import { describe, expect, it } from "vitest";
+import type { DatabaseTarget } from "../../src/db/database.js";
 import { PrismaClient } from "../../src/db/generated/client.js";
 import { migrate, readMigrations } from "../../src/db/migrations.js";
 import { PrismaRuleRepository } from "../../src/db/prisma-rule-repository.js";
 import { pgliteSqlClient, pgSqlClient, type SqlClient } from "../../src/db/sql-client.js";
 import { ConflictError } from "../../src/domain/errors.js";
 import type { RuleSpec } from "../../src/domain/rule.js";
-import { ManualClock } from "../support/clock.js";
-import { createTestDatabase, postgresAvailable } from "../support/services.js";
+import { freshPostgresDatabases, repositoryOnManualClock } from "../support/databases.js";
+import { makeNonDefaultRuleSpec } from "../support/domain-factory.js";
+import { postgresAvailable } from "../support/services.js";
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0, 123);
 const ORIGIN = { actor: "key:ops", note: "because" };
 
+/** A spec of a tenant of its own: the cases share a database, and a tenant's rule names are unique. */
 function spec(overrides: Partial<RuleSpec> = {}): RuleSpec {
-  return {
-    tenantId: `t-${randomUUID()}`,
-    name: "per-user",
-    scope: ["USER", "IP"],
-    resource: "/api/**",
-    method: "POST",
-    algorithm: "TOKEN_BUCKET",
-    limit: 100,
-    window: 1,
-    windowUnit: "MINUTES",
-    burst: 20,
-    action: "LOG_ONLY",
-    failureMode: "LOCAL",
-    priority: -3,
-    enabled: true,
-    ...overrides,
-  };
+  return makeNonDefaultRuleSpec({ tenantId: `t-${randomUUID()}`, ...overrides });
 }
 
 function historyCases(target: () => Promise<DatabaseTarget>): void {
-  let database: Database;
-  let clock: ManualClock;
-  let repo: PrismaRuleRepository;
-
-  beforeAll(async () => {
-    database = await openDatabase(await target());
-    await database.migrate();
-  });
-  afterAll(async () => {
-    await database?.close();
-  });
-  beforeEach(() => {
-    clock = new ManualClock(T0);
-    repo = new PrismaRuleRepository(database.prisma, () => new Date(clock.now()));
-  });
+  const subject = repositoryOnManualClock(target, T0, "describe");
 
   it("records a creation: version 1, its time, who and why, and the whole rule after", async () => {
-    const rule = await repo.create(randomUUID(), spec(), ORIGIN);
-    expect(await repo.history(rule.id)).toEqual([
+    const rule = await subject.repo.create(randomUUID(), spec(), ORIGIN);
+    expect(await subject.repo.history(rule.id)).toEqual([
       { ruleId: rule.id, tenantId: rule.tenantId, version: 1, kind: "CREATED", at: new Date(T0), ...ORIGIN, before: null, after: rule },
     ]);
   });
 
   it("records an update with the rule before and after, and nothing for one that finds another version", async () => {
-    const created = await repo.create(randomUUID(), spec());
-    clock.advance(1000);
-    const updated = (await repo.update(created.id, spec({ tenantId: created.tenantId, limit: 7 }), 1))!;
-    expect(await repo.update(created.id, spec({ tenantId: created.tenantId, limit: 9 }), 1)).toBeNull();
-    expect((await repo.history(created.id)).slice(1)).toEqual([
+    const created = await subject.repo.create(randomUUID(), spec());
+    subject.clock.advance(1000);
+    const updated = (await subject.repo.update(created.id, spec({ tenantId: created.tenantId, limit: 7 }), 1))!;
+    expect(await subject.repo.update(created.id, spec({ tenantId: created.tenantId, limit: 9 }), 1)).toBeNull();
+    expect((await subject.repo.history(created.id)).slice(1)).toEqual([
       { ruleId: created.id, tenantId: created.tenantId, version: 2, kind: "UPDATED", at: new Date(T0 + 1000), actor: null, note: null, before: created, after: updated },
     ]);
   });
 
   it("records a deletion as the version after the last, and keeps the history once the rule is gone", async () => {
-    const created = await repo.create(randomUUID(), spec());
-    clock.advance(1000);
-    await repo.delete(created.id, ORIGIN);
-    expect(await repo.get(created.id)).toBeNull();
-    expect((await repo.history(created.id)).map((r) => [r.version, r.kind, r.before, r.after, r.at])).toEqual([
+    const created = await subject.repo.create(randomUUID(), spec());
+    subject.clock.advance(1000);
+    await subject.repo.delete(created.id, ORIGIN);
+    expect(await subject.repo.get(created.id)).toBeNull();
+    expect((await subject.repo.history(created.id)).map((r) => [r.version, r.kind, r.before, r.after, r.at])).toEqual([
       [1, "CREATED", null, created, new Date(T0)],
       [2, "DELETED", created, null, new Date(T0 + 1000)],
     ]);
   });
 
   it("writes neither the rule nor a revision when the name is taken", async () => {
-    const first = await repo.create(randomUUID(), spec());
+    const first = await subject.repo.create(randomUUID(), spec());
     const id = randomUUID();
-    await expect(repo.create(id, spec({ tenantId: first.tenantId }))).rejects.toBeInstanceOf(ConflictError);
-    expect(await repo.history(id)).toEqual([]);
+    await expect(subject.repo.create(id, spec({ tenantId: first.tenantId }))).rejects.toBeInstanceOf(ConflictError);
+    expect(await subject.repo.history(id)).toEqual([]);
   });
 
   it("returns [] for the history of an id that never existed", async () => {
-    expect(await repo.history(randomUUID())).toEqual([]);
+    expect(await subject.repo.history(randomUUID())).toEqual([]);
   });
 
   it("writeAll writes every rule and its revision in one go", async () => {
-    const existing = await repo.create(randomUUID(), spec());
+    const existing = await subject.repo.create(randomUUID(), spec());
     const newId = randomUUID();
-    const written = await repo.writeAll(
+    const written = await subject.repo.writeAll(
       [
         { kind: "update", id: existing.id, spec: spec({ tenantId: existing.tenantId, limit: 1 }), version: 1 },
         { kind: "create", id: newId, spec: spec({ tenantId: existing.tenantId, name: "second" }) },
@@ -114,18 +86,18 @@ function historyCases(target: () => Promise<DatabaseTarget>): void {
       [existing.id, 2, 1],
       [newId, 1, 100],
     ]);
-    expect((await repo.history(existing.id)).map((r) => [r.version, r.note])).toEqual([
+    expect((await subject.repo.history(existing.id)).map((r) => [r.version, r.note])).toEqual([
       [1, null],
       [2, "because"],
     ]);
-    expect((await repo.history(newId)).map((r) => [r.version, r.kind, r.actor])).toEqual([[1, "CREATED", "key:ops"]]);
+    expect((await subject.repo.history(newId)).map((r) => [r.version, r.kind, r.actor])).toEqual([[1, "CREATED", "key:ops"]]);
   });
 
   it("writeAll writes nothing at all, and throws a ConflictError, when one rule is no longer at its version", async () => {
-    const moved = await repo.create(randomUUID(), spec());
-    await repo.update(moved.id, spec({ tenantId: moved.tenantId, limit: 5 }), 1);
+    const moved = await subject.repo.create(randomUUID(), spec());
+    await subject.repo.update(moved.id, spec({ tenantId: moved.tenantId, limit: 5 }), 1);
     const newId = randomUUID();
-    const error = await repo
+    const error = await subject.repo
       .writeAll([
         { kind: "create", id: newId, spec: spec({ tenantId: moved.tenantId, name: "first" }) },
         { kind: "update", id: moved.id, spec: spec({ tenantId: moved.tenantId, limit: 6 }), version: 1 },
@@ -133,9 +105,9 @@ function historyCases(target: () => Promise<DatabaseTarget>): void {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConflictError);
     expect((error as Error).message).toBe("rules changed while these changes were being written, so none was written; read them again and retry");
-    expect(await repo.get(newId)).toBeNull();
-    expect(await repo.history(newId)).toEqual([]);
-    expect((await repo.get(moved.id))?.limit).toBe(5);
+    expect(await subject.repo.get(newId)).toBeNull();
+    expect(await subject.repo.history(newId)).toEqual([]);
+    expect((await subject.repo.get(moved.id))?.limit).toBe(5);
   });
 }
 
@@ -163,16 +135,7 @@ async function backfillCase(sql: SqlClient, prisma: PrismaClient): Promise<void>
 }
 
 describe.runIf(await postgresAvailable())("rule history on Postgres", () => {
-  const drops: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const drop of drops.splice(0)) await drop();
-  });
-
-  async function freshDatabase(): Promise<string> {
-    const database = await createTestDatabase();
-    drops.push(() => database.drop());
-    return database.url;
-  }
+  const freshDatabase = freshPostgresDatabases();
 
   historyCases(async () => ({ kind: "postgres", url: await freshDatabase() }));
 

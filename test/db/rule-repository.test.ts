@@ -4,37 +4,20 @@
  * own. The repository's clock is pinned, so timestamps are asserted exactly.
  */
 
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDatabase, type Database, type DatabaseTarget } from "../../src/db/database.js";
-import { PrismaRuleRepository } from "../../src/db/prisma-rule-repository.js";
+import { describe, expect, it } from "vitest";
+import type { DatabaseTarget } from "../../src/db/database.js";
 import { ConflictError } from "../../src/domain/errors.js";
 import { DIMENSIONS, type Dimension, type RuleSpec } from "../../src/domain/rule.js";
-import { ManualClock } from "../support/clock.js";
-import { createTestDatabase, postgresAvailable } from "../support/services.js";
+import { freshPostgresDatabases, repositoryOnManualClock } from "../support/databases.js";
+import { makeNonDefaultRuleSpec } from "../support/domain-factory.js";
+import { postgresAvailable } from "../support/services.js";
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0, 123);
 
-function spec(overrides: Partial<RuleSpec> = {}): RuleSpec {
-  return {
-    tenantId: "acme",
-    name: "orders per user",
-    scope: ["USER"],
-    resource: "/api/v1/orders",
-    method: "POST",
-    algorithm: "TOKEN_BUCKET",
-    limit: 100,
-    window: 1,
-    windowUnit: "MINUTES",
-    burst: 20,
-    action: "REJECT",
-    failureMode: "OPEN",
-    priority: 5,
-    enabled: true,
-    ...overrides,
-  };
-}
+/** The spec the cases write: no field at its default, so that each column is seen written and read back. */
+const spec = makeNonDefaultRuleSpec;
 
-/** Every field different from spec(): an update that writes each column. */
+/** Every field but the tenant different from spec(): an update that writes each column. */
 const CHANGED: RuleSpec = {
   tenantId: "acme",
   name: "orders per key",
@@ -47,72 +30,60 @@ const CHANGED: RuleSpec = {
   windowUnit: "HOURS",
   burst: 3,
   action: "THROTTLE",
-  failureMode: "LOCAL",
+  failureMode: "CLOSED",
   priority: -1,
-  enabled: false,
+  enabled: true,
 };
 
 function ruleRepositoryCases(target: () => Promise<DatabaseTarget>): void {
-  let database: Database;
-  let clock: ManualClock;
-  let repo: PrismaRuleRepository;
-
-  beforeEach(async () => {
-    database = await openDatabase(await target());
-    await database.migrate();
-    clock = new ManualClock(T0);
-    repo = new PrismaRuleRepository(database.prisma, () => new Date(clock.now()));
-  });
-  afterEach(async () => {
-    await database.close();
-  });
+  const subject = repositoryOnManualClock(target, T0, "case");
 
   describe("create", () => {
     it("returns the exact spec at version 1 with createdAt equal to updatedAt", async () => {
-      const rule = await repo.create("r1", spec());
+      const rule = await subject.repo.create("r1", spec());
       expect(rule).toEqual({ id: "r1", ...spec(), version: 1, createdAt: new Date(T0), updatedAt: new Date(T0) });
     });
 
     it("throws a ConflictError naming input.name when the tenant already has a rule of that name", async () => {
-      await repo.create("r1", spec());
-      const error = await repo.create("r2", spec({ limit: 1 })).catch((e: unknown) => e);
+      await subject.repo.create("r1", spec());
+      const error = await subject.repo.create("r2", spec({ limit: 1 })).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ConflictError);
-      expect((error as ConflictError).message).toBe('input.name: tenant "acme" already has a rule named "orders per user"');
+      expect((error as ConflictError).message).toBe('input.name: tenant "acme" already has a rule named "per-user"');
     });
 
     it("writes nothing when the name is taken", async () => {
-      const first = await repo.create("r1", spec());
-      await repo.create("r2", spec({ limit: 1 })).catch(() => undefined);
-      expect(await repo.list()).toEqual([first]);
+      const first = await subject.repo.create("r1", spec());
+      await subject.repo.create("r2", spec({ limit: 1 })).catch(() => undefined);
+      expect(await subject.repo.list()).toEqual([first]);
     });
 
     it("accepts a name another tenant already uses", async () => {
-      await repo.create("r1", spec({ tenantId: "acme" }));
-      const other = await repo.create("r2", spec({ tenantId: "globex" }));
-      expect(other).toMatchObject({ id: "r2", tenantId: "globex", name: "orders per user", version: 1 });
+      await subject.repo.create("r1", spec({ tenantId: "acme" }));
+      const other = await subject.repo.create("r2", spec({ tenantId: "globex" }));
+      expect(other).toMatchObject({ id: "r2", tenantId: "globex", name: "per-user", version: 1 });
     });
   });
 
   describe("get and list", () => {
     it("get returns the rule as create returned it", async () => {
-      const created = await repo.create("r1", spec());
-      expect(await repo.get("r1")).toEqual(created);
+      const created = await subject.repo.create("r1", spec());
+      expect(await subject.repo.get("r1")).toEqual(created);
     });
 
     it("get returns null for an unknown id", async () => {
-      expect(await repo.get("missing")).toBeNull();
+      expect(await subject.repo.get("missing")).toBeNull();
     });
 
     it("list returns [] when there are no rules", async () => {
-      expect(await repo.list()).toEqual([]);
+      expect(await subject.repo.list()).toEqual([]);
     });
 
     it("list returns every rule, ordered by tenant then name", async () => {
-      await repo.create("r1", spec({ tenantId: "globex", name: "b" }));
-      await repo.create("r2", spec({ tenantId: "acme", name: "z" }));
-      await repo.create("r3", spec({ tenantId: "globex", name: "a" }));
-      await repo.create("r4", spec({ tenantId: "*", name: "m" }));
-      expect((await repo.list()).map((r) => [r.id, r.tenantId, r.name])).toEqual([
+      await subject.repo.create("r1", spec({ tenantId: "globex", name: "b" }));
+      await subject.repo.create("r2", spec({ tenantId: "acme", name: "z" }));
+      await subject.repo.create("r3", spec({ tenantId: "globex", name: "a" }));
+      await subject.repo.create("r4", spec({ tenantId: "*", name: "m" }));
+      expect((await subject.repo.list()).map((r) => [r.id, r.tenantId, r.name])).toEqual([
         ["r4", "*", "m"],
         ["r2", "acme", "z"],
         ["r3", "globex", "a"],
@@ -123,111 +94,103 @@ function ruleRepositoryCases(target: () => Promise<DatabaseTarget>): void {
 
   describe("update", () => {
     it("with the current version writes the spec, bumps the version and sets a new updatedAt", async () => {
-      await repo.create("r1", spec());
-      clock.advance(60_000);
-      const updated = await repo.update("r1", CHANGED, 1);
+      await subject.repo.create("r1", spec());
+      subject.clock.advance(60_000);
+      const updated = await subject.repo.update("r1", CHANGED, 1);
       expect(updated).toEqual({ id: "r1", ...CHANGED, version: 2, createdAt: new Date(T0), updatedAt: new Date(T0 + 60_000) });
     });
 
     it("persists what it returns", async () => {
-      await repo.create("r1", spec());
-      clock.advance(60_000);
-      const updated = await repo.update("r1", CHANGED, 1);
-      expect(await repo.get("r1")).toEqual(updated);
+      await subject.repo.create("r1", spec());
+      subject.clock.advance(60_000);
+      const updated = await subject.repo.update("r1", CHANGED, 1);
+      expect(await subject.repo.get("r1")).toEqual(updated);
     });
 
     it("with a stale version returns null and changes nothing", async () => {
-      await repo.create("r1", spec());
-      const current = await repo.update("r1", spec({ limit: 200 }), 1);
-      clock.advance(60_000);
-      expect(await repo.update("r1", CHANGED, 1)).toBeNull();
-      expect(await repo.get("r1")).toEqual(current);
+      await subject.repo.create("r1", spec());
+      const current = await subject.repo.update("r1", spec({ limit: 200 }), 1);
+      subject.clock.advance(60_000);
+      expect(await subject.repo.update("r1", CHANGED, 1)).toBeNull();
+      expect(await subject.repo.get("r1")).toEqual(current);
     });
 
     it("of a missing id returns null and creates nothing", async () => {
-      expect(await repo.update("missing", spec(), 1)).toBeNull();
-      expect(await repo.list()).toEqual([]);
+      expect(await subject.repo.update("missing", spec(), 1)).toBeNull();
+      expect(await subject.repo.list()).toEqual([]);
     });
 
     it("may keep the rule's own name", async () => {
-      await repo.create("r1", spec());
-      expect(await repo.update("r1", spec({ limit: 1 }), 1)).toMatchObject({ name: "orders per user", limit: 1, version: 2 });
+      await subject.repo.create("r1", spec());
+      expect(await subject.repo.update("r1", spec({ limit: 1 }), 1)).toMatchObject({ name: "per-user", limit: 1, version: 2 });
     });
 
     it("to a name another rule of the tenant has throws a ConflictError naming input.name and changes nothing", async () => {
-      await repo.create("r1", spec({ name: "taken" }));
-      const mine = await repo.create("r2", spec({ name: "mine" }));
-      const error = await repo.update("r2", spec({ name: "taken" }), 1).catch((e: unknown) => e);
+      await subject.repo.create("r1", spec({ name: "taken" }));
+      const mine = await subject.repo.create("r2", spec({ name: "mine" }));
+      const error = await subject.repo.update("r2", spec({ name: "taken" }), 1).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ConflictError);
       expect((error as ConflictError).message).toBe('input.name: tenant "acme" already has a rule named "taken"');
-      expect(await repo.get("r2")).toEqual(mine);
+      expect(await subject.repo.get("r2")).toEqual(mine);
     });
 
     it("lets exactly one of 10 concurrent writers of the same version win; the others get null", async () => {
-      await repo.create("r1", spec());
-      const writers = Array.from({ length: 10 }, (_, i) => repo.update("r1", spec({ limit: 1_000 + i }), 1));
+      await subject.repo.create("r1", spec());
+      const writers = Array.from({ length: 10 }, (_, i) => subject.repo.update("r1", spec({ limit: 1_000 + i }), 1));
       const results = await Promise.all(writers);
       const winners = results.filter((r) => r !== null);
       expect(winners).toHaveLength(1);
       expect(winners[0]!.version).toBe(2);
-      expect(await repo.get("r1")).toEqual(winners[0]);
+      expect(await subject.repo.get("r1")).toEqual(winners[0]);
     });
   });
 
   describe("delete", () => {
     it("returns the rule as it was", async () => {
-      const created = await repo.create("r1", spec());
-      expect(await repo.delete("r1")).toEqual(created);
+      const created = await subject.repo.create("r1", spec());
+      expect(await subject.repo.delete("r1")).toEqual(created);
     });
 
     it("removes the rule: get returns null afterwards", async () => {
-      await repo.create("r1", spec());
-      await repo.delete("r1");
-      expect(await repo.get("r1")).toBeNull();
+      await subject.repo.create("r1", spec());
+      await subject.repo.delete("r1");
+      expect(await subject.repo.get("r1")).toBeNull();
     });
 
     it("of a missing id returns null", async () => {
-      expect(await repo.delete("missing")).toBeNull();
+      expect(await subject.repo.delete("missing")).toBeNull();
     });
 
     it("frees the name for a new rule of the tenant", async () => {
-      await repo.create("r1", spec());
-      await repo.delete("r1");
-      expect(await repo.create("r2", spec())).toMatchObject({ id: "r2", name: "orders per user", version: 1 });
+      await subject.repo.create("r1", spec());
+      await subject.repo.delete("r1");
+      expect(await subject.repo.create("r2", spec())).toMatchObject({ id: "r2", name: "per-user", version: 1 });
     });
   });
 
   describe("round trips", () => {
     const scopes: Dimension[][] = [[], ["TENANT"], ["USER", "IP"], [...DIMENSIONS], ["ENDPOINT", "API_KEY", "CLIENT"]];
     it.each(scopes.map((scope) => [JSON.stringify(scope), scope] as const))("scope %s comes back as written, in order", async (_, scope) => {
-      await repo.create("r1", spec({ scope }));
-      expect((await repo.get("r1"))?.scope).toEqual(scope);
+      await subject.repo.create("r1", spec({ scope }));
+      expect((await subject.repo.get("r1"))?.scope).toEqual(scope);
     });
 
     it("resource, method and burst come back as null when written as null", async () => {
-      await repo.create("r1", spec({ resource: null, method: null, burst: null }));
-      expect(await repo.get("r1")).toMatchObject({ resource: null, method: null, burst: null });
+      await subject.repo.create("r1", spec({ resource: null, method: null, burst: null }));
+      expect(await subject.repo.get("r1")).toMatchObject({ resource: null, method: null, burst: null });
     });
 
     it("an update can set nullable fields to null", async () => {
-      await repo.create("r1", spec());
-      await repo.update("r1", spec({ resource: null, method: null, burst: null }), 1);
-      expect(await repo.get("r1")).toMatchObject({ resource: null, method: null, burst: null });
+      await subject.repo.create("r1", spec());
+      await subject.repo.update("r1", spec({ resource: null, method: null, burst: null }), 1);
+      expect(await subject.repo.get("r1")).toMatchObject({ resource: null, method: null, burst: null });
     });
   });
 }
 
 describe.runIf(await postgresAvailable())("PrismaRuleRepository on Postgres", () => {
-  const drops: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const drop of drops.splice(0)) await drop();
-  });
-
-  ruleRepositoryCases(async () => {
-    const database = await createTestDatabase();
-    drops.push(() => database.drop());
-    return { kind: "postgres", url: database.url };
-  });
+  const freshDatabase = freshPostgresDatabases();
+  ruleRepositoryCases(async () => ({ kind: "postgres", url: await freshDatabase() }));
 });
 
 describe("PrismaRuleRepository on in-memory PGlite", () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { RuleSnapshotFile } from "../../src/db/rule-snapshot-file.js";
-import { makeRule } from "../engine/rule-factory.js";
+import { makeRule } from "../support/domain-factory.js";
 
 const DATABASE = "postgresql://floodgate:secret@db.internal:6543/rules";
 

@@ -4,24 +4,10 @@ import { describe, expect, it } from "vitest";
 import { clientFingerprint, compileBucketKey, WHOLE_RULE_KEY } from "../../src/domain/bucket-key.js";
 import type { CheckRequest } from "../../src/domain/request.js";
 import { DIMENSIONS, type Dimension } from "../../src/domain/rule.js";
-
-function request(fields: Partial<CheckRequest> = {}): CheckRequest {
-  return {
-    tenantId: "acme",
-    userId: null,
-    ip: null,
-    apiKey: null,
-    userAgent: null,
-    resource: null,
-    method: null,
-    cost: 1,
-    dryRun: false,
-    ...fields,
-  };
-}
+import { makeTenantOnlyCheckRequest } from "../support/domain-factory.js";
 
 function keyOf(scope: Dimension[], fields: Partial<CheckRequest>, tenantId = "acme"): string | null {
-  return compileBucketKey({ tenantId, scope })(request(fields));
+  return compileBucketKey({ tenantId, scope })(makeTenantOnlyCheckRequest(fields));
 }
 
 const full: Partial<CheckRequest> = {
@@ -64,7 +50,7 @@ describe("compileBucketKey labels", () => {
   });
 
   it("labels the client by its fingerprint", () => {
-    expect(keyOf(["CLIENT"], full)).toBe(`client:${clientFingerprint(request(full))}`);
+    expect(keyOf(["CLIENT"], full)).toBe(`client:${clientFingerprint(makeTenantOnlyCheckRequest(full))}`);
   });
 
   it("labels the endpoint by method and resource", () => {
@@ -86,7 +72,7 @@ describe("compileBucketKey labels", () => {
         "user:u42",
         "ip:10.0.0.1",
         `api_key:${hash22("sk_live_secret")}`,
-        `client:${clientFingerprint(request(full))}`,
+        `client:${clientFingerprint(makeTenantOnlyCheckRequest(full))}`,
         "endpoint:POST /api/v1/orders",
       ].join("|"),
     );
@@ -233,7 +219,7 @@ describe("compileBucketKey escaping", () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(value, value, value), { minLength: 1, maxLength: 40 }), (triples) => {
         const pairs = new Map(triples.flatMap(lookalikes).map((pair) => [JSON.stringify(pair), pair] as const));
-        const keys = new Set([...pairs.values()].map(([userId, ip]) => keyOfPair(request({ userId, ip }))));
+        const keys = new Set([...pairs.values()].map(([userId, ip]) => keyOfPair(makeTenantOnlyCheckRequest({ userId, ip }))));
         expect(keys.size).toBe(pairs.size);
       }),
       { numRuns: 300 },
@@ -247,7 +233,8 @@ describe("compileBucketKey escaping", () => {
     fc.assert(
       fc.property(value, value, value, value, (t1, u1, t2, u2) => {
         fc.pre(t1 !== t2 || u1 !== u2);
-        expect(keyOfPair(request({ tenantId: t1, userId: u1 }))).not.toBe(keyOfPair(request({ tenantId: t2, userId: u2 })));
+        const first = keyOfPair(makeTenantOnlyCheckRequest({ tenantId: t1, userId: u1 }));
+        expect(first).not.toBe(keyOfPair(makeTenantOnlyCheckRequest({ tenantId: t2, userId: u2 })));
       }),
       { numRuns: 2000 },
     );

@@ -2,15 +2,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/domain/errors.js";
 import { compileGlob, MAX_GLOB_LENGTH, MAX_GLOB_SEGMENTS } from "../../src/domain/glob.js";
+import { validationErrorOf } from "../support/validation-error.js";
 
 function rejection(source: string, field?: string): ValidationError {
-  try {
-    compileGlob(source, field);
-  } catch (error) {
-    if (error instanceof ValidationError) return error;
-    throw error;
-  }
-  throw new Error(`expected ${JSON.stringify(source)} to be rejected`);
+  return validationErrorOf(() => compileGlob(source, field), source);
 }
 
 function matches(pattern: string, path: string): boolean {

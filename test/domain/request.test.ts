@@ -1,49 +1,24 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../src/domain/errors.js";
+import type { ValidationError } from "../../src/domain/errors.js";
 import { LIMITS, parseCheckRequest, type CheckRequestInput } from "../../src/domain/request.js";
+import { makeTenantOnlyCheckRequest } from "../support/domain-factory.js";
+import { validationErrorOf } from "../support/validation-error.js";
 
 function rejection(input: CheckRequestInput, field?: string): ValidationError {
-  try {
-    parseCheckRequest(input, field);
-  } catch (error) {
-    if (error instanceof ValidationError) return error;
-    throw error;
-  }
-  throw new Error(`expected ${JSON.stringify(input)} to be rejected`);
+  return validationErrorOf(() => parseCheckRequest(input, field), input);
 }
 
 const base = { tenantId: "acme" } as const;
 
 describe("parseCheckRequest defaults", () => {
   it("fills every optional field for a tenant-only request", () => {
-    expect(parseCheckRequest(base)).toEqual({
-      tenantId: "acme",
-      userId: null,
-      ip: null,
-      apiKey: null,
-      userAgent: null,
-      resource: null,
-      method: null,
-      cost: 1,
-      dryRun: false,
-    });
+    expect(parseCheckRequest(base)).toEqual(makeTenantOnlyCheckRequest());
   });
 
   it("treats explicit nulls as absent", () => {
-    expect(
-      parseCheckRequest({
-        tenantId: "acme",
-        userId: null,
-        ip: null,
-        apiKey: null,
-        userAgent: null,
-        resource: null,
-        method: null,
-        cost: null,
-        dryRun: null,
-      }),
-    ).toEqual(parseCheckRequest(base));
+    const nulls = { userId: null, ip: null, apiKey: null, userAgent: null, resource: null, method: null, cost: null, dryRun: null };
+    expect(parseCheckRequest({ ...base, ...nulls })).toEqual(parseCheckRequest(base));
   });
 
   it('treats "" as absent in every optional string field', () => {
@@ -68,10 +43,6 @@ describe("parseCheckRequest tenantId", () => {
     expect(error.message).toBe("request.tenantId must not be empty");
   });
 
-  it('rejects tenantId "*"', () => {
-    expect(rejection({ tenantId: "*" }).message).toBe('request.tenantId cannot be "*": a request comes from one tenant');
-  });
-
   it("names the field under the given prefix", () => {
     const error = rejection({ tenantId: "" }, "requests[3]");
     expect(error.field).toBe("requests[3].tenantId");
@@ -83,70 +54,41 @@ describe("parseCheckRequest tenantId", () => {
     expect(parseCheckRequest({ tenantId }).tenantId).toBe(tenantId);
   });
 
-  it(`rejects more than ${LIMITS.tenantId} characters`, () => {
-    expect(rejection({ tenantId: "t".repeat(129) }).message).toBe("request.tenantId must be at most 128 characters (got 129)");
-  });
-
-  it("rejects a 10 KB tenantId", () => {
-    expect(rejection({ tenantId: "t".repeat(10_240) }).message).toBe("request.tenantId must be at most 128 characters (got 10240)");
-  });
-
-  it("rejects control characters", () => {
-    expect(rejection({ tenantId: "ac\nme" }).message).toBe("request.tenantId must not contain control characters");
+  it.each([
+    ['rejects tenantId "*"', "*", 'request.tenantId cannot be "*": a request comes from one tenant'],
+    [`rejects more than ${LIMITS.tenantId} characters`, "t".repeat(129), "request.tenantId must be at most 128 characters (got 129)"],
+    ["rejects a 10 KB tenantId", "t".repeat(10_240), "request.tenantId must be at most 128 characters (got 10240)"],
+    ["rejects control characters", "ac\nme", "request.tenantId must not contain control characters"],
+  ])("%s", (_, tenantId, message) => {
+    expect(rejection({ tenantId }).message).toBe(message);
   });
 });
 
 describe("parseCheckRequest identifiers", () => {
-  it("rejects a 10 KB userId", () => {
-    const error = rejection({ ...base, userId: "u".repeat(10_240) });
-    expect(error.field).toBe("request.userId");
-    expect(error.message).toBe("request.userId must be at most 256 characters (got 10240)");
+  it.each([
+    ["rejects a 10 KB userId", "userId", "u".repeat(10_240), "request.userId must be at most 256 characters (got 10240)"],
+    ["rejects a 10 KB apiKey", "apiKey", "k".repeat(10_240), "request.apiKey must be at most 256 characters (got 10240)"],
+    ["rejects a 10 KB userAgent", "userAgent", "a".repeat(10_240), "request.userAgent must be at most 1024 characters (got 10240)"],
+    ["rejects a 10 KB resource", "resource", "/" + "r".repeat(10_239), "request.resource must be at most 2048 characters (got 10240)"],
+    ["rejects a 10 KB ip before trying to parse it", "ip", "1".repeat(10_240), "request.ip must be at most 64 characters (got 10240)"],
+  ] as const)("%s", (_, field, value, message) => {
+    const error = rejection({ ...base, [field]: value });
+    expect(error.field).toBe(`request.${field}`);
+    expect(error.message).toBe(message);
   });
 
-  it("rejects a 10 KB apiKey", () => {
-    expect(rejection({ ...base, apiKey: "k".repeat(10_240) }).message).toBe(
-      "request.apiKey must be at most 256 characters (got 10240)",
-    );
-  });
-
-  it("rejects a 10 KB userAgent", () => {
-    expect(rejection({ ...base, userAgent: "a".repeat(10_240) }).message).toBe(
-      "request.userAgent must be at most 1024 characters (got 10240)",
-    );
-  });
-
-  it("rejects a 10 KB resource", () => {
-    expect(rejection({ ...base, resource: "/" + "r".repeat(10_239) }).message).toBe(
-      "request.resource must be at most 2048 characters (got 10240)",
-    );
-  });
-
-  it("rejects a 10 KB ip before trying to parse it", () => {
-    expect(rejection({ ...base, ip: "1".repeat(10_240) }).message).toBe("request.ip must be at most 64 characters (got 10240)");
-  });
-
-  it(`accepts a userId of exactly ${LIMITS.identifier} characters`, () => {
-    const userId = "u".repeat(LIMITS.identifier);
-    expect(parseCheckRequest({ ...base, userId }).userId).toBe(userId);
-  });
-
-  it(`accepts a userAgent of exactly ${LIMITS.userAgent} characters`, () => {
-    const userAgent = "a".repeat(LIMITS.userAgent);
-    expect(parseCheckRequest({ ...base, userAgent }).userAgent).toBe(userAgent);
+  it.each([
+    [`accepts a userId of exactly ${LIMITS.identifier} characters`, "userId", "u".repeat(LIMITS.identifier)],
+    [`accepts a userAgent of exactly ${LIMITS.userAgent} characters`, "userAgent", "a".repeat(LIMITS.userAgent)],
+    ["does not normalise unicode forms", "userId", "e\u0301"],
+    ["accepts spaces inside a userAgent", "userAgent", "Mozilla/5.0 (X11; Linux)"],
+  ] as const)("%s", (_, field, value) => {
+    expect(parseCheckRequest({ ...base, [field]: value })[field]).toBe(value);
   });
 
   it("accepts unicode identifiers unchanged", () => {
     const parsed = parseCheckRequest({ tenantId: "société", userId: "用户-😀", apiKey: "ключ", userAgent: "Müller/1.0 (ü)" });
     expect(parsed).toMatchObject({ tenantId: "société", userId: "用户-😀", apiKey: "ключ", userAgent: "Müller/1.0 (ü)" });
-  });
-
-  it("does not normalise unicode forms", () => {
-    const decomposed = "e\u0301";
-    expect(parseCheckRequest({ ...base, userId: decomposed }).userId).toBe(decomposed);
-  });
-
-  it("accepts spaces inside a userAgent", () => {
-    expect(parseCheckRequest({ ...base, userAgent: "Mozilla/5.0 (X11; Linux)" }).userAgent).toBe("Mozilla/5.0 (X11; Linux)");
   });
 
   it.each([
@@ -178,12 +120,11 @@ describe("parseCheckRequest cost", () => {
     expect(error.message).toBe(`request.cost must be an integer from 1 to 1000000 (got ${cost})`);
   });
 
-  it("accepts the maximum 1_000_000", () => {
-    expect(parseCheckRequest({ ...base, cost: 1_000_000 }).cost).toBe(1_000_000);
-  });
-
-  it("accepts 1", () => {
-    expect(parseCheckRequest({ ...base, cost: 1 }).cost).toBe(1);
+  it.each([
+    ["accepts the maximum 1_000_000", 1_000_000],
+    ["accepts 1", 1],
+  ])("%s", (_, cost) => {
+    expect(parseCheckRequest({ ...base, cost }).cost).toBe(cost);
   });
 
   it("names the field under the given prefix", () => {
@@ -194,45 +135,27 @@ describe("parseCheckRequest cost", () => {
 });
 
 describe("parseCheckRequest resource", () => {
-  it("keeps a plain path", () => {
-    expect(parseCheckRequest({ ...base, resource: "/api/v1/orders" }).resource).toBe("/api/v1/orders");
-  });
-
   it('rejects a resource without a leading "/"', () => {
     const error = rejection({ ...base, resource: "api/v1" });
     expect(error.field).toBe("request.resource");
     expect(error.message).toBe('request.resource must be a path starting with "/" (got "api/v1")');
   });
 
-  it("rejects a full URL", () => {
-    expect(rejection({ ...base, resource: "https://example.com/a" }).message).toBe(
-      'request.resource must be a path starting with "/" (got "https://example.com/a")',
-    );
-  });
-
-  it("quotes at most 40 characters of a rejected resource", () => {
-    expect(rejection({ ...base, resource: "x".repeat(100) }).message).toBe(
-      `request.resource must be a path starting with "/" (got "${"x".repeat(40)}")`,
-    );
-  });
-
-  it("strips the query string and the fragment", () => {
-    expect(parseCheckRequest({ ...base, resource: "/a/b?x=1#f" }).resource).toBe("/a/b");
-  });
-
-  it("strips a query string", () => {
-    expect(parseCheckRequest({ ...base, resource: "/a/b?x=1&y=/c" }).resource).toBe("/a/b");
-  });
-
-  it("strips a fragment", () => {
-    expect(parseCheckRequest({ ...base, resource: "/a/b#x?y" }).resource).toBe("/a/b");
-  });
-
-  it('leaves "/" when the query string starts right after it', () => {
-    expect(parseCheckRequest({ ...base, resource: "/?q=1" }).resource).toBe("/");
+  it.each([
+    ["rejects a full URL", "https://example.com/a", 'request.resource must be a path starting with "/" (got "https://example.com/a")'],
+    ["quotes at most 40 characters of a rejected resource", "x".repeat(100), `request.resource must be a path starting with "/" (got "${"x".repeat(40)}")`],
+    ["rejects control characters", "/a\nb", "request.resource must not contain control characters"],
+  ])("%s", (_, resource, message) => {
+    expect(rejection({ ...base, resource }).message).toBe(message);
   });
 
   it.each([
+    ["/api/v1/orders", "/api/v1/orders"],
+    // A query string and a fragment are cut off, whichever of them comes first.
+    ["/a/b?x=1#f", "/a/b"],
+    ["/a/b?x=1&y=/c", "/a/b"],
+    ["/a/b#x?y", "/a/b"],
+    ["/?q=1", "/"],
     ["/api//v1///orders", "/api/v1/orders"],
     ["/api/v1/./orders", "/api/v1/orders"],
     ["/api/v2/../v1/orders", "/api/v1/orders"],
@@ -242,10 +165,6 @@ describe("parseCheckRequest resource", () => {
     ["/a/%2F/b", "/a/%2F/b"],
   ])("normalises %s to %s", (resource, normalised) => {
     expect(parseCheckRequest({ ...base, resource }).resource).toBe(normalised);
-  });
-
-  it("rejects control characters", () => {
-    expect(rejection({ ...base, resource: "/a\nb" }).message).toBe("request.resource must not contain control characters");
   });
 });
 
@@ -278,8 +197,17 @@ describe("parseCheckRequest method", () => {
 });
 
 describe("parseCheckRequest ip", () => {
-  it("accepts an IPv4 address unchanged", () => {
-    expect(parseCheckRequest({ ...base, ip: "192.168.1.20" }).ip).toBe("192.168.1.20");
+  it.each([
+    ["accepts an IPv4 address unchanged", "192.168.1.20", "192.168.1.20"],
+    ["canonicalises an IPv6 address", "2001:DB8:0:0:0:0:0:1", "2001:db8::1"],
+    ["keeps a canonical IPv6 address unchanged", "2001:db8::1", "2001:db8::1"],
+    ["canonicalises the IPv6 loopback", "0:0:0:0:0:0:0:1", "::1"],
+    ["turns an IPv4-mapped IPv6 address in dotted form into IPv4", "::ffff:10.0.0.1", "10.0.0.1"],
+    ["turns an IPv4-mapped IPv6 address in hex form into IPv4", "::FFFF:a00:1", "10.0.0.1"],
+    ["turns the fully written IPv4-mapped form into IPv4", "0:0:0:0:0:ffff:c0a8:0114", "192.168.1.20"],
+    ["drops an IPv6 zone identifier", "fe80::1%eth0", "fe80::1"],
+  ])("%s", (_, ip, parsed) => {
+    expect(parseCheckRequest({ ...base, ip }).ip).toBe(parsed);
   });
 
   it.each(["not-an-ip", "256.1.1.1", "01.2.3.4", "1.2.3", "1.2.3.4 ", "1.2.3.4/24", "2001:db8::g"])("rejects %j", (ip) => {
@@ -288,37 +216,9 @@ describe("parseCheckRequest ip", () => {
     expect(error.message).toBe(`request.ip must be an IPv4 or IPv6 address (got ${JSON.stringify(ip)})`);
   });
 
-  it("canonicalises an IPv6 address", () => {
-    expect(parseCheckRequest({ ...base, ip: "2001:DB8:0:0:0:0:0:1" }).ip).toBe("2001:db8::1");
-  });
-
-  it("keeps a canonical IPv6 address unchanged", () => {
-    expect(parseCheckRequest({ ...base, ip: "2001:db8::1" }).ip).toBe("2001:db8::1");
-  });
-
-  it("canonicalises the IPv6 loopback", () => {
-    expect(parseCheckRequest({ ...base, ip: "0:0:0:0:0:0:0:1" }).ip).toBe("::1");
-  });
-
-  it("turns an IPv4-mapped IPv6 address in dotted form into IPv4", () => {
-    expect(parseCheckRequest({ ...base, ip: "::ffff:10.0.0.1" }).ip).toBe("10.0.0.1");
-  });
-
-  it("turns an IPv4-mapped IPv6 address in hex form into IPv4", () => {
-    expect(parseCheckRequest({ ...base, ip: "::FFFF:a00:1" }).ip).toBe("10.0.0.1");
-  });
-
-  it("turns the fully written IPv4-mapped form into IPv4", () => {
-    expect(parseCheckRequest({ ...base, ip: "0:0:0:0:0:ffff:c0a8:0114" }).ip).toBe("192.168.1.20");
-  });
-
   it("gives the mapped and the plain spelling of an address the same value", () => {
     const mapped = parseCheckRequest({ ...base, ip: "::ffff:255.255.255.255" }).ip;
     expect(mapped).toBe(parseCheckRequest({ ...base, ip: "255.255.255.255" }).ip);
-  });
-
-  it("drops an IPv6 zone identifier", () => {
-    expect(parseCheckRequest({ ...base, ip: "fe80::1%eth0" }).ip).toBe("fe80::1");
   });
 
   it("names the field under the given prefix", () => {

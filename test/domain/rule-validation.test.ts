@@ -1,69 +1,27 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../src/domain/errors.js";
+import type { ValidationError } from "../../src/domain/errors.js";
 import type { Rule } from "../../src/domain/rule.js";
 import { RULE_BOUNDS, checkNewRule, sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../src/domain/rule-validation.js";
+import { CONTRACT_RULE_DEFAULTS, makeNonDefaultRuleSpec, makeRule } from "../support/domain-factory.js";
+import { validationErrorOf } from "../support/validation-error.js";
 
 const valid = { tenantId: "acme", name: "per-user", limit: 100, window: 60 } as const;
 
 const METHODS = "GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH";
 const EXACTNESS = "keeps fractions of tokens exactly, which needs (burst + limit) x window in ms <= 2^52; shorten the window or lower the numbers";
 
-function rejection(run: () => unknown): ValidationError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ValidationError) return error;
-    throw error;
-  }
-  throw new Error("expected a ValidationError");
-}
-
 function rejectNew(input: RuleInput, prefix?: string): ValidationError {
-  return rejection(() => validateNewRule(input, prefix));
+  return validationErrorOf(() => validateNewRule(input, prefix), input);
 }
 
+/** The rule a change applies to: no field at its default, so a change that keeps a field shows it kept. */
 function existing(fields: Partial<Rule> = {}): Rule {
-  return {
-    id: "rule-1",
-    tenantId: "acme",
-    name: "per-user",
-    scope: ["USER"],
-    resource: "/api/**",
-    method: "POST",
-    algorithm: "TOKEN_BUCKET",
-    limit: 10,
-    window: 1,
-    windowUnit: "MINUTES",
-    burst: 20,
-    action: "REJECT",
-    failureMode: "OPEN",
-    priority: 5,
-    enabled: true,
-    version: 3,
-    createdAt: new Date("2024-01-01T00:00:00Z"),
-    updatedAt: new Date("2024-01-02T00:00:00Z"),
-    ...fields,
-  };
+  return makeRule({ ...makeNonDefaultRuleSpec(), id: "rule-1", version: 3, ...fields });
 }
 
 describe("validateNewRule defaults", () => {
   it("applies every default to a minimal rule", () => {
-    expect(validateNewRule(valid)).toEqual({
-      tenantId: "acme",
-      name: "per-user",
-      scope: [],
-      resource: null,
-      method: null,
-      algorithm: "SLIDING_WINDOW_COUNTER",
-      limit: 100,
-      window: 60,
-      windowUnit: "SECONDS",
-      burst: null,
-      action: "REJECT",
-      failureMode: "OPEN",
-      priority: 0,
-      enabled: true,
-    });
+    expect(validateNewRule(valid)).toEqual({ tenantId: "acme", name: "per-user", limit: 100, window: 60, ...CONTRACT_RULE_DEFAULTS });
   });
 
   it("applies the defaults when defaulted fields are explicitly null", () => {
@@ -88,22 +46,7 @@ describe("validateNewRule defaults", () => {
   });
 
   it("keeps every given field", () => {
-    const input = {
-      tenantId: "*",
-      name: "global",
-      scope: ["IP"],
-      resource: "/api/**",
-      method: "GET",
-      algorithm: "TOKEN_BUCKET",
-      limit: 5,
-      window: 2,
-      windowUnit: "MINUTES",
-      burst: 10,
-      action: "THROTTLE",
-      failureMode: "CLOSED",
-      priority: -3,
-      enabled: false,
-    };
+    const input = makeNonDefaultRuleSpec({ tenantId: "*", name: "global" });
     expect(validateNewRule(input)).toEqual(input);
   });
 
@@ -487,19 +430,19 @@ describe("validateRuleChange", () => {
   });
 
   it.each(["limit", "priority", "algorithm", "scope"] as const)("rejects null for %s, which is not nullable", (field) => {
-    const error = rejection(() => validateRuleChange(existing(), { [field]: null }));
+    const error = validationErrorOf(() => validateRuleChange(existing(), { [field]: null }));
     expect(error.field).toBe(`input.${field}`);
     expect(error.message).toBe(`input.${field} cannot be null (leave it out to keep the current value)`);
   });
 
   it("rejects a change of tenant", () => {
-    const error = rejection(() => validateRuleChange(existing(), { tenantId: "globex" }));
+    const error = validationErrorOf(() => validateRuleChange(existing(), { tenantId: "globex" }));
     expect(error.field).toBe("input.tenantId");
     expect(error.message).toBe("input.tenantId cannot change: a rule stays with its tenant");
   });
 
   it("rejects null for the tenant", () => {
-    expect(rejection(() => validateRuleChange(existing(), { tenantId: null })).field).toBe("input.tenantId");
+    expect(validationErrorOf(() => validateRuleChange(existing(), { tenantId: null })).field).toBe("input.tenantId");
   });
 
   it("accepts the rule's own tenant", () => {
@@ -507,32 +450,32 @@ describe("validateRuleChange", () => {
   });
 
   it("names fields under the given prefix", () => {
-    const error = rejection(() => validateRuleChange(existing(), { tenantId: "globex" }, "patch"));
+    const error = validationErrorOf(() => validateRuleChange(existing(), { tenantId: "globex" }, "patch"));
     expect(error.field).toBe("patch.tenantId");
   });
 
   it("validates each changed field", () => {
-    expect(rejection(() => validateRuleChange(existing(), { method: "FETCH" })).message).toBe(
+    expect(validationErrorOf(() => validateRuleChange(existing(), { method: "FETCH" })).message).toBe(
       `input.method must be one of ${METHODS} (got "FETCH")`,
     );
   });
 
   it("validates the merged rule as a whole: a new algorithm against the kept limit", () => {
     const current = existing({ algorithm: "SLIDING_WINDOW_COUNTER", limit: 200_000, burst: null });
-    const error = rejection(() => validateRuleChange(current, { algorithm: "SLIDING_WINDOW_LOG" }));
+    const error = validationErrorOf(() => validateRuleChange(current, { algorithm: "SLIDING_WINDOW_LOG" }));
     expect(error.field).toBe("input.limit");
   });
 
   it("validates the merged rule as a whole: a new unit against the kept window", () => {
     const current = existing({ window: 400, windowUnit: "SECONDS" });
-    expect(rejection(() => validateRuleChange(current, { windowUnit: "DAYS" })).message).toBe(
+    expect(validationErrorOf(() => validateRuleChange(current, { windowUnit: "DAYS" })).message).toBe(
       "input.window must be at most 366 days (got 400 days)",
     );
   });
 
   it("validates the merged rule as a whole: a longer window against the kept burst", () => {
     const current = existing({ algorithm: "TOKEN_BUCKET", limit: 10, burst: 1_000_000 });
-    const error = rejection(() => validateRuleChange(current, { window: 366, windowUnit: "DAYS" }));
+    const error = validationErrorOf(() => validateRuleChange(current, { window: 366, windowUnit: "DAYS" }));
     expect(error.field).toBe("input.burst");
   });
 

@@ -14,7 +14,7 @@ import { RuleBook } from "../../src/engine/rule-book.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import { ManualClock } from "../support/clock.js";
-import { makeCheckRequest, makeRule } from "./rule-factory.js";
+import { makeCheckRequest, makeRule } from "../support/domain-factory.js";
 
 function throttle(fields: Partial<ThrottleEvent> = {}): ThrottleEvent {
   return {

@@ -21,11 +21,11 @@ import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { ManualClock } from "../support/clock.js";
+import { makeCheckRequest, makeRule } from "../support/domain-factory.js";
 import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
 import { CountingCounterStore } from "../support/ports.js";
 import { testRedis } from "../support/redis.js";
 import { redisAvailable } from "../support/services.js";
-import { makeRule } from "./rule-factory.js";
 
 type StoreFactory = (clock: ManualClock) => { store: CounterStore; cleanup(): Promise<void> };
 
@@ -42,7 +42,7 @@ const STORES: [string, StoreFactory, boolean][] = [
 ];
 
 function request(fields: Partial<CheckRequest> = {}): CheckRequest {
-  return { tenantId: "acme", userId: "u1", ip: "10.0.0.1", apiKey: null, userAgent: null, resource: "/api/orders", method: "POST", cost: 1, dryRun: false, ...fields };
+  return makeCheckRequest({ ip: "10.0.0.1", ...fields });
 }
 
 for (const [name, makeStore, available] of STORES) {

@@ -7,22 +7,7 @@ import type { HttpMethod, Rule } from "../../src/domain/rule.js";
 import { compileRule } from "../../src/engine/compiled-rule.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleIndex } from "../../src/engine/rule-index.js";
-import { makeRule } from "./rule-factory.js";
-
-function request(fields: Partial<CheckRequest> = {}): CheckRequest {
-  return {
-    tenantId: "acme",
-    userId: null,
-    ip: null,
-    apiKey: null,
-    userAgent: null,
-    resource: null,
-    method: null,
-    cost: 1,
-    dryRun: false,
-    ...fields,
-  };
-}
+import { makeRule, makeTenantOnlyCheckRequest } from "../support/domain-factory.js";
 
 function indexOf(rules: readonly Rule[]): RuleIndex {
   return new RuleIndex(rules.map(compileRule));
@@ -30,7 +15,7 @@ function indexOf(rules: readonly Rule[]): RuleIndex {
 
 function matchedIds(index: { match(request: CheckRequest): { rule: Rule }[] }, fields: Partial<CheckRequest> = {}): string[] {
   return index
-    .match(request(fields))
+    .match(makeTenantOnlyCheckRequest(fields))
     .map((c) => c.rule.id)
     .sort();
 }
@@ -186,7 +171,7 @@ describe("RuleIndex resource", () => {
 
   it("returns each matching rule once", () => {
     const rule = makeRule({ tenantId: "*", resource: "/api/**" });
-    expect(indexOf([rule]).match(request({ resource: "/api/a/b" }))).toHaveLength(1);
+    expect(indexOf([rule]).match(makeTenantOnlyCheckRequest({ resource: "/api/a/b" }))).toHaveLength(1);
   });
 });
 
@@ -251,7 +236,7 @@ describe("RuleIndex against a brute-force filter", () => {
           const rules = toRules(specs);
           const index = indexOf(rules);
           for (const fields of reqs) {
-            expect(matchedIds(index, fields)).toEqual(referenceMatch(rules, request(fields)));
+            expect(matchedIds(index, fields)).toEqual(referenceMatch(rules, makeTenantOnlyCheckRequest(fields)));
           }
         },
       ),
@@ -269,7 +254,7 @@ describe("RuleIndex against a brute-force filter", () => {
           const rules = toRules(specs);
           const index = indexOf(rules);
           for (const fields of reqs) {
-            expect(matchedIds(index, fields)).toEqual(referenceMatch(rules, request(fields)));
+            expect(matchedIds(index, fields)).toEqual(referenceMatch(rules, makeTenantOnlyCheckRequest(fields)));
           }
         },
       ),
@@ -475,6 +460,6 @@ describe("compileRule", () => {
 
   it("builds the bucket key from the rule's scope", () => {
     const compiled = compileRule(makeRule({ tenantId: "*", scope: ["USER"] }));
-    expect(compiled.keyOf(request({ tenantId: "acme", userId: "u1" }))).toBe("tenant:acme|user:u1");
+    expect(compiled.keyOf(makeTenantOnlyCheckRequest({ tenantId: "acme", userId: "u1" }))).toBe("tenant:acme|user:u1");
   });
 });

@@ -12,26 +12,14 @@ import { specOf } from "../../src/domain/rule-validation.js";
 import { BOOTSTRAP } from "../../src/engine/api-key-service.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleService } from "../../src/engine/rule-service.js";
-import { RuleSync } from "../../src/engine/rule-sync.js";
+import type { RuleSync } from "../../src/engine/rule-sync.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
+import { makeRule } from "../support/domain-factory.js";
 import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
-import { makeRule } from "./rule-factory.js";
+import { inProcessRuleSync } from "../support/rule-sync.js";
 
 const SPEC = specOf(makeRule({ tenantId: "acme", name: "per-user", scope: ["USER"] }));
-
-function syncOf(book: RuleBook, repository: InMemoryRuleRepository, events: InProcessEventBus): RuleSync {
-  return new RuleSync({
-    repository,
-    book,
-    events,
-    prepare: async () => undefined,
-    snapshot: null,
-    reloadIntervalMs: 0,
-    retryMs: 1000,
-    log: { info: () => undefined, warn: () => undefined },
-  });
-}
 
 function change(kind: RuleChange["kind"], rule: Rule, version = rule.version): RuleChange {
   return { kind, ruleId: rule.id, tenantId: rule.tenantId, version, rule: kind === "DELETED" ? null : rule, at: new Date() };
@@ -47,7 +35,7 @@ describe("RuleSync", () => {
     repository = new InMemoryRuleRepository();
     events = new InProcessEventBus();
     book = new RuleBook();
-    sync = syncOf(book, repository, events);
+    sync = inProcessRuleSync(book, repository, events);
   });
 
   afterEach(async () => {
@@ -108,7 +96,7 @@ describe("RuleSync", () => {
 
   it("makes a RuleService's changes visible in every book on the bus before the mutation returns", async () => {
     const otherBook = new RuleBook();
-    const other = syncOf(otherBook, repository, events);
+    const other = inProcessRuleSync(otherBook, repository, events);
     await sync.start();
     await other.start();
     const service = new RuleService(repository, book, new MemoryCounterStore({ sweepIntervalMs: 0 }), events, systemClock);

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { Rule } from "../../src/domain/rule.js";
 import { describeProblem, planImport } from "../../src/engine/rule-import.js";
 import { readRulesFile, writeRulesFile } from "../../src/engine/rules-file.js";
-import { makeRule } from "./rule-factory.js";
+import { makeNonDefaultRuleSpec, makeRule } from "../support/domain-factory.js";
 
 let ids = 0;
 const newId = () => `new-${++ids}`;
@@ -122,22 +122,7 @@ describe("planning an import", () => {
 describe("writing a rules file", () => {
   const rules = [
     makeRule({ tenantId: "acme", name: "plain", algorithm: "SLIDING_WINDOW_COUNTER", limit: 5, window: 1 }),
-    makeRule({
-      tenantId: "*",
-      name: "global: every tenant",
-      scope: ["USER", "IP"],
-      resource: "/api/**",
-      method: "POST",
-      algorithm: "TOKEN_BUCKET",
-      limit: 100,
-      window: 1,
-      windowUnit: "MINUTES",
-      burst: 150,
-      action: "LOG_ONLY",
-      failureMode: "CLOSED",
-      priority: 3,
-      enabled: false,
-    }),
+    makeRule({ ...makeNonDefaultRuleSpec(), tenantId: "*", name: "global: every tenant" }),
   ];
 
   it("sorts by tenant and name and writes only what differs from the defaults", () => {
@@ -153,10 +138,10 @@ rules:
     limit: 100
     window: 1
     windowUnit: MINUTES
-    burst: 150
+    burst: 20
     action: LOG_ONLY
-    failureMode: CLOSED
-    priority: 3
+    failureMode: LOCAL
+    priority: -3
     enabled: false
 
   - tenantId: acme

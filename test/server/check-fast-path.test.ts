@@ -34,7 +34,7 @@ import { RuleService } from "../../src/engine/rule-service.js";
 import { startHttpServer, type RunningServer } from "../../src/server/http-server.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
-import { makeRule } from "../engine/rule-factory.js";
+import { makeRule } from "../support/domain-factory.js";
 import {
   CheckBatchAndSingleDocument,
   CheckBatchVerdictsDocument,
