@@ -13,7 +13,7 @@ import { loadSettings } from "../config/settings.js";
 import { BOOTSTRAP } from "../engine/api-key-service.js";
 import { describeProblem, type ImportProblem } from "../engine/rule-import.js";
 
-export const USAGE = `usage: npm run rules -- <command> FILE [options]
+const USAGE = `usage: npm run rules -- <command> FILE [options]
 
 commands:
   import FILE     check the whole file, then apply it: all of it, or nothing when anything is wrong

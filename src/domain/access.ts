@@ -34,7 +34,7 @@ export interface Principal {
   role: Role;
 }
 
-export function isAdmin(principal: Principal): boolean {
+function isAdmin(principal: Principal): boolean {
   return principal.role === "ADMIN";
 }
 

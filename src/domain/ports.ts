@@ -56,6 +56,20 @@ export interface CounterStore {
   close(): Promise<void>;
 }
 
+/**
+ * Counters this process holds itself, decided without a round trip: what a
+ * LOCAL rule falls back on while the shared store is unreachable.
+ */
+export interface LocalCounterStore {
+  /**
+   * Decides one call at once. With `refusedElsewhere`, a rule decided outside
+   * this store already refuses the request: nothing is counted, and the
+   * buckets are reported as they stand.
+   */
+  decideOne(call: CounterCall, refusedElsewhere?: boolean): CounterReply;
+  close(): Promise<void>;
+}
+
 /** One write of a batch that is applied all together or not at all. */
 export type RuleWrite = { kind: "create"; id: string; spec: RuleSpec } | { kind: "update"; id: string; spec: RuleSpec; version: number };
 

@@ -14,7 +14,7 @@ import type { Rule } from "../domain/rule.js";
 import { Limiter } from "./limiter.js";
 import { RuleBook } from "./rule-book.js";
 
-export const ADMIN_TENANT = "floodgate";
+const ADMIN_TENANT = "floodgate";
 
 export class MutationLimiter {
   private readonly limiter: Limiter;

@@ -14,16 +14,15 @@
 
 import type { LimitParams } from "../domain/algorithms/index.js";
 import { UnavailableError } from "../domain/errors.js";
-import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore } from "../domain/ports.js";
+import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, LocalCounterStore } from "../domain/ports.js";
 import type { FailureMode } from "../domain/rule.js";
-import type { MemoryCounterStore } from "../store/memory/memory-counter-store.js";
 import type { CircuitBreaker } from "./circuit-breaker.js";
 import { noTelemetry, type Telemetry } from "./telemetry.js";
 
 export interface ResilientCounterStoreOptions {
   primary: CounterStore;
   /** This instance's own counters, for LOCAL rules. */
-  local: MemoryCounterStore;
+  local: LocalCounterStore;
   breaker: CircuitBreaker;
   /** How many instances share each LOCAL rule's limit. */
   instances: number;

@@ -23,7 +23,7 @@ import { RULE_DEFAULTS, type Rule, type RuleSpec } from "../domain/rule.js";
 import type { RuleInput } from "../domain/rule-validation.js";
 
 /** The fields of a rule in the file, in the order an export writes them. */
-export const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [
+const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [
   "tenantId",
   "name",
   "scope",

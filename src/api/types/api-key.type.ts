@@ -8,7 +8,7 @@ registerEnumType(RoleEnum, {
   name: "Role",
   valuesConfig: {
     ADMIN: { description: 'Everything, in every tenant (tenantId "*").' },
-    TENANT_ADMIN: { description: "Its tenant's rules and API keys; may check its tenant's limits." },
+    TENANT_ADMIN: { description: "Its tenant's rules and API keys; may check its tenant's limits and subscribe to its tenant's events." },
     CHECKER: { description: "May only check its tenant's limits." },
     VIEWER: { description: "Reads its tenant's rules and subscribes to its tenant's events." },
   },

@@ -72,7 +72,3 @@ function settle(state: CounterState | undefined, now: number, params: LimitParam
 
 /** When a stored debt stops mattering. */
 export const meterExpiresAt = (state: CounterState): number => state[3] ?? 0;
-
-/** Time for the largest possible debt to drain: how long a page must keep a bucket. */
-export const meterHorizonMs = (params: Pick<LimitParams, "limit" | "windowMs" | "capacity">): number =>
-  divCeil((params.capacity + params.limit) * params.windowMs, params.limit);

@@ -7,7 +7,7 @@
 
 import { bucketId } from "../../domain/bucket-key.js";
 import { combine, evaluate, stateExpiresAt, type CounterState } from "../../domain/algorithms/index.js";
-import { systemClock, type Clock, type CounterCall, type CounterReply, type CounterStore } from "../../domain/ports.js";
+import { systemClock, type Clock, type CounterCall, type CounterReply, type CounterStore, type LocalCounterStore } from "../../domain/ports.js";
 
 interface StoredBucket {
   state: CounterState;
@@ -20,7 +20,7 @@ export interface MemoryCounterStoreOptions {
   sweepIntervalMs?: number;
 }
 
-export class MemoryCounterStore implements CounterStore {
+export class MemoryCounterStore implements CounterStore, LocalCounterStore {
   readonly description = "memory (in-process)";
   private readonly buckets = new Map<string, StoredBucket>();
   private readonly clock: Clock;
@@ -36,11 +36,6 @@ export class MemoryCounterStore implements CounterStore {
     return calls.map((call) => this.decideOne(call));
   }
 
-  /**
-   * Decides one call. With `refusedElsewhere`, a rule outside this store
-   * already refuses the request: its buckets are evaluated and reported as
-   * they stand, and nothing is counted.
-   */
   decideOne(call: CounterCall, refusedElsewhere = false): CounterReply {
     const now = this.clock.now();
     const ids = call.buckets.map((b) => bucketId(b.ruleId, b.key));
