@@ -44,7 +44,7 @@ describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
     let scripts: ReturnType<typeof spyOnScripts>;
 
     beforeEach(async () => {
-      client = new Cluster(cluster.nodes);
+      client = await connected(new Cluster(cluster.nodes));
       layout = new KeyLayout(newPrefix(), PAGES);
       clock = new ManualClock(T0);
       releaseFailures = [];
@@ -193,4 +193,18 @@ function spyOnScripts(client: ScriptedRedis) {
       replies.length = 0;
     },
   };
+}
+
+/**
+ * Resolves once the client knows the cluster's slots. ioredis sends CLUSTER
+ * commands (KEYSLOT here) at once even before that, bypassing its offline
+ * queue, to whichever startup connection is at hand, and that connection can
+ * be closed as the client settles its pool: "Connection is closed".
+ */
+function connected(client: Cluster): Promise<Cluster> {
+  if (client.status === "ready") return Promise.resolve(client);
+  return new Promise((resolve, reject) => {
+    client.once("ready", () => resolve(client));
+    client.once("error", reject);
+  });
 }
