@@ -140,11 +140,10 @@ local function fw_age(stored, current, next, window)
   return window, 0, 0
 end
 
--- The usage functions take what they need as arguments rather than closing
--- over the algorithm's locals: a closure would be an allocation per call.
-
 -- What a fixed window leaves with `curr` counted in the window ending at
--- `window_end` and `queued` in the next, and when it is empty again.
+-- `window_end` and `queued` in the next, and when it is empty again. This and
+-- the other usage functions take their inputs as arguments rather than
+-- closing over the algorithm's locals: a closure is an allocation per call.
 local function fw_usage(limit, window_ms, window_end, now, curr, queued)
   local reset = now
   if queued > 0 then
@@ -191,10 +190,11 @@ end
 
 -- The earliest elapsed time >= from, within one window, at which
 -- prev * weight + (curr + cost) fits the limit; nil when none does.
-local function swc_earliest_in_window(prev, curr, from, window_ms, limit, cost)
+-- `from_weight` is swc_weight(from, window_ms), which the caller has.
+local function swc_earliest_in_window(prev, curr, from, from_weight, window_ms, limit, cost)
   local room = (limit - cost - curr) * ONE
   if room < 0 then return nil end
-  if prev * swc_weight(from, window_ms) <= room then return from end
+  if prev * from_weight <= room then return from end
   local k = div_floor(room, prev)
   local at = window_ms - div_floor(k * window_ms, ONE)
   if at < window_ms then return math.max(at, from) end
@@ -208,10 +208,10 @@ local function swc_age(stored, previous, current, next, window)
   return window, 0, 0, 0
 end
 
--- What a sliding window counter leaves, its previous window weighing
--- `weight` / ONE, and when it is empty again.
-local function swc_usage(limit, window, window_ms, now, weight, prev, curr, queued)
-  local remaining = math.max(0, limit - curr - queued - div_ceil(prev * weight, ONE))
+-- What a sliding window counter leaves, `carried` being what its previous
+-- window's `prev` units still count, and when it is empty again.
+local function swc_usage(limit, window, window_ms, now, carried, prev, curr, queued)
+  local remaining = math.max(0, limit - curr - queued - carried)
   local reset = now
   if queued > 0 then
     reset = (window + 3) * window_ms
@@ -237,23 +237,27 @@ local function sliding_window_counter(state, now, p, cost)
   end
   local elapsed = math.max(0, now - window * window_ms)
   local weight = swc_weight(elapsed, window_ms)
-  local remaining, reset = swc_usage(limit, window, window_ms, now, weight, previous, current, next)
+  -- A request never counts in the previous window: what it carries is the
+  -- same before and after.
+  local carried = div_ceil(previous * weight, ONE)
+  local remaining, reset = swc_usage(limit, window, window_ms, now, carried, previous, current, next)
   if cost > limit then return verdict_refused(window_ms, remaining, reset) end
 
   -- The earliest release: in this window, else the next, else the one after
-  -- (each seen from its start, with the counts it will have then).
+  -- (each seen from its start, where the previous window weighs ONE, with
+  -- the counts it will have then).
   local throttle = p.action == ACTION_THROTTLE
   local release, windows_ahead = (window + 3) * window_ms, 3
   local first = 1
   if throttle and next > 0 then first = 2 end
   for ahead = first, 3 do
-    local prev, curr, from = previous, current, elapsed
+    local prev, curr, from, from_weight = previous, current, elapsed, weight
     if ahead == 2 then
-      prev, curr, from = current, next, 0
+      prev, curr, from, from_weight = current, next, 0, ONE
     elseif ahead == 3 then
-      prev, curr, from = next, 0, 0
+      prev, curr, from, from_weight = next, 0, 0, ONE
     end
-    local at = swc_earliest_in_window(prev, curr, from, window_ms, limit, cost)
+    local at = swc_earliest_in_window(prev, curr, from, from_weight, window_ms, limit, cost)
     if at then
       release, windows_ahead = (window + ahead - 1) * window_ms + at, ahead - 1
       break
@@ -268,7 +272,7 @@ local function sliding_window_counter(state, now, p, cost)
     if wait > window_ms then return verdict_refused(wait - window_ms, remaining, reset) end
     if windows_ahead == 0 then curr = current + cost else queued, counted_at = next + cost, 4 end
   end
-  local if_remaining, if_reset = swc_usage(limit, window, window_ms, now, weight, previous, curr, queued)
+  local if_remaining, if_reset = swc_usage(limit, window, window_ms, now, carried, previous, curr, queued)
   local stored = string.format('%d:%d:%d:%d:%d', window, previous, curr, queued, window_ms)
   return verdict_admitted(stored, wait, if_remaining, if_reset, remaining, reset, counted_at)
 end
