@@ -74,8 +74,10 @@ local ALGO_SLIDING_WINDOW_COUNTER, ALGO_TOKEN_BUCKET, ALGO_FIXED_WINDOW, ALGO_SL
 local ACTION_THROTTLE, ACTION_LOG_ONLY = 2, 3
 local ONE = 65536 -- the sliding window counter's fixed-point unit
 
+-- Every quantity here is an integer below 2^53 (src/domain/algorithms/integer.ts),
+-- which '%d' prints exactly, at about half the cost of '%.0f'.
 local function int(x)
-  return string.format('%.0f', x)
+  return string.format('%d', x)
 end
 
 local function div_floor(a, b)
@@ -101,6 +103,21 @@ local function parse_state(value)
   return state
 end
 
+-- What an algorithm reads of its stored state: its first 4 or 5 parts (nil
+-- when it has fewer), in one match instead of a split. parse_state stays for
+-- release, which compares whole states.
+local function read_state(value, parts)
+  if not value then return nil end
+  if parts == 4 then
+    local a, b, c, d = string.match(value, '^([^:]+):([^:]+):([^:]+):([^:]+)')
+    if a then return { tonumber(a), tonumber(b), tonumber(c), tonumber(d) } end
+  else
+    local a, b, c, d, e = string.match(value, '^([^:]+):([^:]+):([^:]+):([^:]+):([^:]+)')
+    if a then return { tonumber(a), tonumber(b), tonumber(c), tonumber(d), tonumber(e) } end
+  end
+  return nil
+end
+
 -- Each algorithm returns a verdict: conforming, delay, retry (ms or nil),
 -- remaining and reset if admitted, remaining and reset as things stand, and
 -- the state to store if admitted. The window counters also say at which index
@@ -123,10 +140,24 @@ local function fw_age(stored, current, next, window)
   return window, 0, 0
 end
 
+-- What a fixed window leaves with `curr` counted in the window ending at
+-- `window_end` and `queued` in the next, and when it is empty again. This and
+-- the other usage functions take their inputs as arguments rather than
+-- closing over the algorithm's locals: a closure is an allocation per call.
+local function fw_usage(limit, window_ms, window_end, now, curr, queued)
+  local reset = now
+  if queued > 0 then
+    reset = window_end + window_ms
+  elseif curr > 0 then
+    reset = window_end
+  end
+  return math.max(0, limit - curr - queued), reset
+end
+
 local function fixed_window(state, now, p, cost)
   local limit, window_ms = p.limit, p.window_ms
   local window, current, next = math.floor(now / window_ms), 0, 0
-  if state and #state >= 4 then
+  if state then
     local aged, curr, queued = fw_age(state[1], state[2], state[3], math.floor(now / state[4]))
     if state[4] ~= window_ms then
       current = curr + queued
@@ -135,28 +166,18 @@ local function fixed_window(state, now, p, cost)
     end
   end
   local window_end = (window + 1) * window_ms
-  local function usage(curr, queued)
-    local reset = now
-    if queued > 0 then
-      reset = window_end + window_ms
-    elseif curr > 0 then
-      reset = window_end
-    end
-    return math.max(0, limit - curr - queued), reset
-  end
-  local function stored(curr, queued)
-    return int(window) .. ':' .. int(curr) .. ':' .. int(queued) .. ':' .. int(window_ms)
-  end
-  local remaining, reset = usage(current, next)
+  local remaining, reset = fw_usage(limit, window_ms, window_end, now, current, next)
   if cost > limit then return verdict_refused(window_ms, remaining, reset) end
   if current + cost <= limit then
-    local if_remaining, if_reset = usage(current + cost, next)
-    return verdict_admitted(stored(current + cost, next), 0, if_remaining, if_reset, remaining, reset, 2)
+    local if_remaining, if_reset = fw_usage(limit, window_ms, window_end, now, current + cost, next)
+    local stored = string.format('%d:%d:%d:%d', window, current + cost, next, window_ms)
+    return verdict_admitted(stored, 0, if_remaining, if_reset, remaining, reset, 2)
   end
   local throttle = p.action == ACTION_THROTTLE
   if throttle and next + cost <= limit then
-    local if_remaining, if_reset = usage(current, next + cost)
-    return verdict_admitted(stored(current, next + cost), window_end - now, if_remaining, if_reset, remaining, reset, 3)
+    local if_remaining, if_reset = fw_usage(limit, window_ms, window_end, now, current, next + cost)
+    local stored = string.format('%d:%d:%d:%d', window, current, next + cost, window_ms)
+    return verdict_admitted(stored, window_end - now, if_remaining, if_reset, remaining, reset, 3)
   end
   local wait_windows = 1
   if throttle or next + cost <= limit then wait_windows = 0 end
@@ -169,10 +190,11 @@ end
 
 -- The earliest elapsed time >= from, within one window, at which
 -- prev * weight + (curr + cost) fits the limit; nil when none does.
-local function swc_earliest_in_window(prev, curr, from, window_ms, limit, cost)
+-- `from_weight` is swc_weight(from, window_ms), which the caller has.
+local function swc_earliest_in_window(prev, curr, from, from_weight, window_ms, limit, cost)
   local room = (limit - cost - curr) * ONE
   if room < 0 then return nil end
-  if prev * swc_weight(from, window_ms) <= room then return from end
+  if prev * from_weight <= room then return from end
   local k = div_floor(room, prev)
   local at = window_ms - div_floor(k * window_ms, ONE)
   if at < window_ms then return math.max(at, from) end
@@ -186,11 +208,26 @@ local function swc_age(stored, previous, current, next, window)
   return window, 0, 0, 0
 end
 
+-- What a sliding window counter leaves, `carried` being what its previous
+-- window's `prev` units still count, and when it is empty again.
+local function swc_usage(limit, window, window_ms, now, carried, prev, curr, queued)
+  local remaining = math.max(0, limit - curr - queued - carried)
+  local reset = now
+  if queued > 0 then
+    reset = (window + 3) * window_ms
+  elseif curr > 0 then
+    reset = (window + 2) * window_ms
+  elseif prev > 0 then
+    reset = (window + 1) * window_ms
+  end
+  return remaining, reset
+end
+
 local function sliding_window_counter(state, now, p, cost)
   local limit, window_ms = p.limit, p.window_ms
   local window = math.floor(now / window_ms)
   local previous, current, next = 0, 0, 0
-  if state and #state >= 5 then
+  if state then
     local aged, prev, curr, queued = swc_age(state[1], state[2], state[3], state[4], math.floor(now / state[5]))
     if state[5] ~= window_ms then
       current = prev + curr + queued
@@ -199,29 +236,28 @@ local function sliding_window_counter(state, now, p, cost)
     end
   end
   local elapsed = math.max(0, now - window * window_ms)
-  local function usage(prev, curr, queued)
-    local remaining = math.max(0, limit - curr - queued - div_ceil(prev * swc_weight(elapsed, window_ms), ONE))
-    local reset = now
-    if queued > 0 then
-      reset = (window + 3) * window_ms
-    elseif curr > 0 then
-      reset = (window + 2) * window_ms
-    elseif prev > 0 then
-      reset = (window + 1) * window_ms
-    end
-    return remaining, reset
-  end
-  local remaining, reset = usage(previous, current, next)
+  local weight = swc_weight(elapsed, window_ms)
+  -- A request never counts in the previous window: what it carries is the
+  -- same before and after.
+  local carried = div_ceil(previous * weight, ONE)
+  local remaining, reset = swc_usage(limit, window, window_ms, now, carried, previous, current, next)
   if cost > limit then return verdict_refused(window_ms, remaining, reset) end
 
+  -- The earliest release: in this window, else the next, else the one after
+  -- (each seen from its start, where the previous window weighs ONE, with
+  -- the counts it will have then).
   local throttle = p.action == ACTION_THROTTLE
-  local candidates = { { previous, current, elapsed }, { current, next, 0 }, { next, 0, 0 } }
   local release, windows_ahead = (window + 3) * window_ms, 3
   local first = 1
   if throttle and next > 0 then first = 2 end
   for ahead = first, 3 do
-    local c = candidates[ahead]
-    local at = swc_earliest_in_window(c[1], c[2], c[3], window_ms, limit, cost)
+    local prev, curr, from, from_weight = previous, current, elapsed, weight
+    if ahead == 2 then
+      prev, curr, from, from_weight = current, next, 0, ONE
+    elseif ahead == 3 then
+      prev, curr, from, from_weight = next, 0, 0, ONE
+    end
+    local at = swc_earliest_in_window(prev, curr, from, from_weight, window_ms, limit, cost)
     if at then
       release, windows_ahead = (window + ahead - 1) * window_ms + at, ahead - 1
       break
@@ -236,8 +272,8 @@ local function sliding_window_counter(state, now, p, cost)
     if wait > window_ms then return verdict_refused(wait - window_ms, remaining, reset) end
     if windows_ahead == 0 then curr = current + cost else queued, counted_at = next + cost, 4 end
   end
-  local if_remaining, if_reset = usage(previous, curr, queued)
-  local stored = int(window) .. ':' .. int(previous) .. ':' .. int(curr) .. ':' .. int(queued) .. ':' .. int(window_ms)
+  local if_remaining, if_reset = swc_usage(limit, window, window_ms, now, carried, previous, curr, queued)
+  local stored = string.format('%d:%d:%d:%d:%d', window, previous, curr, queued, window_ms)
   return verdict_admitted(stored, wait, if_remaining, if_reset, remaining, reset, counted_at)
 end
 
@@ -263,17 +299,19 @@ local function settle_debt(state, now, p)
 end
 
 local function meter_state(owed, since, p)
-  return int(owed) .. ':' .. int(since) .. ':' .. int(p.window_ms) .. ':' .. int(since + div_ceil(owed, p.limit))
+  return string.format('%d:%d:%d:%d', owed, since, p.window_ms, since + div_ceil(owed, p.limit))
+end
+
+-- What a meter of `full` units leaves owing `owed`, and when it is drained.
+local function meter_usage(full, limit, window_ms, now, owed)
+  return div_floor(math.max(0, full - owed), window_ms), now + div_ceil(owed, limit)
 end
 
 local function meter(state, now, p, cost, leaky)
   local limit, window_ms, capacity = p.limit, p.window_ms, p.capacity
   local debt, since = settle_debt(state, now, p)
   local full = capacity * window_ms
-  local function usage(owed)
-    return div_floor(math.max(0, full - owed), window_ms), now + div_ceil(owed, limit)
-  end
-  local remaining, reset = usage(debt)
+  local remaining, reset = meter_usage(full, limit, window_ms, now, debt)
   if cost > capacity then return verdict_refused(window_ms, remaining, reset) end
   local throttle = p.action == ACTION_THROTTLE
   local line = 0
@@ -284,7 +322,7 @@ local function meter(state, now, p, cost, leaky)
   if throttle then
     if leaky then delay = div_ceil(debt, limit) else delay = div_ceil(math.max(0, owed - full), limit) end
   end
-  local if_remaining, if_reset = usage(owed)
+  local if_remaining, if_reset = meter_usage(full, limit, window_ms, now, owed)
   return verdict_admitted(meter_state(owed, since, p), delay, if_remaining, if_reset, remaining, reset)
 end
 
@@ -300,6 +338,13 @@ local function first_live(key, cutoff, length)
   return lo
 end
 
+-- What a log leaves holding `n` entries, the newest released at `newest`,
+-- and when it is empty again.
+local function log_usage(limit, window_ms, now, n, newest)
+  if n > 0 then return math.max(0, limit - n), newest + window_ms end
+  return limit, now
+end
+
 -- SLIDING_WINDOW_LOG reads its list directly and changes nothing; entries
 -- that have left the window are dropped by the call that appends.
 local function sliding_window_log(key, now, p, cost)
@@ -310,11 +355,7 @@ local function sliding_window_log(key, now, p, cost)
   p.dead = first
   local last = nil
   if count > 0 then last = tonumber(redis.call('LINDEX', key, -1)) end
-  local function usage(n, newest)
-    if n > 0 then return math.max(0, limit - n), newest + window_ms end
-    return limit, now
-  end
-  local remaining, reset = usage(count, last)
+  local remaining, reset = log_usage(limit, window_ms, now, count, last)
   if cost > limit then return verdict_refused(window_ms, remaining, reset) end
   local throttle = p.action == ACTION_THROTTLE
   local must_leave = count + cost - limit
@@ -332,7 +373,7 @@ local function sliding_window_log(key, now, p, cost)
   -- unit before them, so the log stays sorted.
   local stamp = release
   if last then stamp = math.max(release, last) end
-  local if_remaining, if_reset = usage(count + cost, stamp)
+  local if_remaining, if_reset = log_usage(limit, window_ms, now, count + cost, stamp)
   return verdict_admitted(stamp, wait, if_remaining, if_reset, remaining, reset)
 end
 
@@ -357,20 +398,22 @@ local function horizon_ms(p)
   return div_ceil((p.capacity + p.limit) * p.window_ms, p.limit)
 end
 
-local function read_pages(key_a, key_b, field)
-  local a = redis.call('HMGET', key_a, '_o', '_u', field)
-  local b = redis.call('HMGET', key_b, '_o', '_u', field)
-  local page = { keys = { key_a, key_b }, opened = { tonumber(a[1]), tonumber(b[1]) }, open_until = { tonumber(a[2]), tonumber(b[2]) } }
+-- The page pair `keys` as read for `field`, and the field's value.
+local function read_pages(keys, field)
+  local a = redis.call('HMGET', keys[1], '_o', '_u', field)
+  local b = redis.call('HMGET', keys[2], '_o', '_u', field)
+  local opened_a, opened_b = tonumber(a[1]), tonumber(b[1])
   local current = 1
-  if (page.opened[2] or -1) > (page.opened[1] or -1) then current = 2 end
-  page.current = current
+  if (opened_b or -1) > (opened_a or -1) then current = 2 end
   local values = { a[3], b[3] }
+  local found = nil
   if values[current] then
-    page.found = current
+    found = current
   elseif values[3 - current] then
-    page.found = 3 - current
+    found = 3 - current
   end
-  return page, page.found and values[page.found]
+  local page = { keys = keys, opened = { opened_a, opened_b }, open_until = { tonumber(a[2]), tonumber(b[2]) }, current = current, found = found }
+  return page, found and values[found]
 end
 
 local function write_page(page, field, value, now, horizon)
@@ -473,7 +516,7 @@ local function release(p, receipt, now, cost)
     return NOTHING_LEFT
   end
   local written, previous, counted_at = string.match(receipt, '^([^/]*)/([^/]*)/(%d*)$')
-  local page, value = read_pages(p.keys[1], p.keys[2], p.field)
+  local page, value = read_pages(p.keys, p.field)
   if not value then return NOTHING_LEFT end
   local key = page.keys[page.found]
   if value == written then
@@ -540,15 +583,14 @@ for i = 1, count do
   if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
     v = sliding_window_log(p.key, now, p, cost)
   else
-    local page, value = read_pages(p.keys[1], p.keys[2], p.field)
+    local page, value = read_pages(p.keys, p.field)
     p.page, p.previous = page, value
-    local state = parse_state(value)
     if p.algorithm == ALGO_SLIDING_WINDOW_COUNTER then
-      v = sliding_window_counter(state, now, p, cost)
+      v = sliding_window_counter(read_state(value, 5), now, p, cost)
     elseif p.algorithm == ALGO_FIXED_WINDOW then
-      v = fixed_window(state, now, p, cost)
+      v = fixed_window(read_state(value, 4), now, p, cost)
     else
-      v = meter(state, now, p, cost, p.algorithm == ALGO_LEAKY_BUCKET)
+      v = meter(read_state(value, 4), now, p, cost, p.algorithm == ALGO_LEAKY_BUCKET)
     end
   end
   if not v.conforming and p.action ~= ACTION_LOG_ONLY then allowed = false end

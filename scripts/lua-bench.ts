@@ -1,0 +1,120 @@
+/**
+ * decide.lua against an older version of itself, side by side: `npm run
+ * lua:bench` (against main's) or `npm run lua:bench -- --old <git ref>`.
+ *
+ * It starts a private redis-server (no persistence), loads both scripts, and
+ * drives each with redis-benchmark (EVALSHA, -c 32 -P 16) using the keys and
+ * arguments of a bench check, exactly as the bench's ceiling does
+ * (scripts/bench/ceiling.ts): the three rules of the bench tenant, the user's
+ * spread over 10,000 users. The old and new scripts alternate, round after
+ * round, each run on an emptied Redis with its stats reset, so that drift in
+ * the machine's load falls on both alike; only the ratios mean anything on a
+ * shared machine. Besides the bench's check (SLIDING_WINDOW_COUNTER) it
+ * measures the same three rules as TOKEN_BUCKET, and the per-user rule alone
+ * as SLIDING_WINDOW_LOG.
+ *
+ * Reported per script: decisions/s (redis-benchmark) and Redis's own time per
+ * call (INFO commandstats, usec_per_call of evalsha), medians over the rounds.
+ * Options: --rounds (default 5), --requests (per run, default 200,000).
+ */
+
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { promisify } from "node:util";
+import { Redis } from "ioredis";
+import type { Algorithm } from "../src/domain/rule.js";
+import type { BucketRef } from "../src/domain/ports.js";
+import type { CheckRequest } from "../src/domain/request.js";
+import { compileRule } from "../src/engine/compiled-rule.js";
+import { RuleIndex } from "../src/engine/rule-index.js";
+import { KeyLayout } from "../src/store/redis/key-layout.js";
+import { decideArgs, MODES } from "../src/store/redis/scripts.js";
+import { startOwnRedis } from "../test/support/redis-server.js";
+import { caller, ruleSet, TENANT } from "./bench/workload.js";
+import { numberOption } from "./support/number-option.js";
+
+const run = promisify(execFile);
+const OLD_REF = process.argv.includes("--old") ? process.argv[process.argv.indexOf("--old") + 1]! : "main";
+const ROUNDS = numberOption("rounds", 5);
+const REQUESTS = numberOption("requests", 200_000);
+
+interface Scenario {
+  name: string;
+  buckets: BucketRef[];
+}
+
+interface Measured {
+  perSecond: number;
+  usecPerCall: number;
+}
+
+function scenarios(): Scenario[] {
+  const c = caller(0);
+  const request: CheckRequest = { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
+  const bench: BucketRef[] = new RuleIndex(ruleSet(10).map(compileRule))
+    .match(request)
+    .map((rule) => ({ ruleId: rule.rule.id, key: rule.keyOf(request)!, params: rule.params }));
+  const as = (algorithm: Algorithm, buckets: BucketRef[]) => buckets.map((b) => ({ ...b, params: { ...b.params, algorithm } }));
+  return [
+    { name: "3 rules, SLIDING_WINDOW_COUNTER (the bench's check)", buckets: bench },
+    { name: "3 rules, TOKEN_BUCKET", buckets: as("TOKEN_BUCKET", bench) },
+    { name: "1 rule, SLIDING_WINDOW_LOG (per user)", buckets: as("SLIDING_WINDOW_LOG", bench.slice(0, 1)) },
+  ];
+}
+
+/** As the bench's ceiling: the first bucket (the user's) spread with redis-benchmark's __rand_int__. */
+function commandLine(buckets: BucketRef[], sha: string): string[] {
+  const [first, ...rest] = buckets;
+  const spread = [{ ...first!, key: first!.key.replace(/\d+$/, "__rand_int__") }, ...rest];
+  const keysAndArgs = decideArgs(new KeyLayout("fgluabench:", 16_384), { buckets: spread, cost: 1, dryRun: false }, spread.map((_, i) => i), MODES.decide, null);
+  return ["EVALSHA", sha, ...keysAndArgs.map(String)];
+}
+
+async function measure(redis: Redis, port: number, command: string[]): Promise<Measured> {
+  await redis.flushall();
+  await redis.config("RESETSTAT");
+  const args = ["-h", "127.0.0.1", "-p", String(port), "-c", "32", "-P", "16", "-r", "10000", "-n", String(REQUESTS), "--csv"];
+  const { stdout } = await run("redis-benchmark", [...args, ...command], { maxBuffer: 1 << 20 });
+  // --csv: a header line, then "<command>","<requests per second>",...
+  const perSecond = Number(JSON.parse(`[${stdout.trim().split("\n").at(-1)!}]`)[1]);
+  const stats = (await redis.info("commandstats")).match(/cmdstat_evalsha:calls=(\d+),usec=\d+,usec_per_call=([\d.]+)/);
+  if (!Number.isFinite(perSecond) || !stats) throw new Error(`unexpected output: ${stdout}`);
+  if (Number(stats[1]) !== REQUESTS) throw new Error(`evalsha ran ${stats[1]} times, expected ${REQUESTS}`);
+  return { perSecond, usecPerCall: Number(stats[2]) };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function main(): Promise<void> {
+  const oldScript = (await run("git", ["show", `${OLD_REF}:lua/decide.lua`])).stdout;
+  const newScript = readFileSync(new URL("../lua/decide.lua", import.meta.url), "utf8");
+  const server = await startOwnRedis();
+  const redis = new Redis(server.url);
+  try {
+    const shas = { old: (await redis.script("LOAD", oldScript)) as string, new: (await redis.script("LOAD", newScript)) as string };
+    console.log(`decide.lua: ${OLD_REF} (old) vs the working tree (new); ${ROUNDS} rounds of ${REQUESTS.toLocaleString("en")} EVALSHA each, -c 32 -P 16, medians`);
+    for (const scenario of scenarios()) {
+      const runs: Record<"old" | "new", Measured[]> = { old: [], new: [] };
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const version of ["old", "new"] as const) runs[version].push(await measure(redis, server.port, commandLine(scenario.buckets, shas[version])));
+      }
+      const [old, now] = (["old", "new"] as const).map((v) => ({
+        perSecond: median(runs[v].map((r) => r.perSecond)),
+        usecPerCall: median(runs[v].map((r) => r.usecPerCall)),
+      }));
+      console.log(`\n${scenario.name}`);
+      console.log(`  old: ${old!.perSecond.toFixed(0).padStart(7)} decisions/s  ${old!.usecPerCall.toFixed(2).padStart(6)} usec_per_call`);
+      console.log(`  new: ${now!.perSecond.toFixed(0).padStart(7)} decisions/s  ${now!.usecPerCall.toFixed(2).padStart(6)} usec_per_call`);
+      console.log(`  new/old: ${(now!.perSecond / old!.perSecond).toFixed(2)}x decisions/s, ${(now!.usecPerCall / old!.usecPerCall).toFixed(2)}x usec_per_call`);
+    }
+  } finally {
+    redis.disconnect();
+    await server.stop();
+  }
+}
+
+await main();
