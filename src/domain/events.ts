@@ -28,6 +28,12 @@ export interface NearLimitEvent extends LimitEvent {
   remaining: number;
 }
 
+/** A bucket forgotten by resetLimit: every instance drops what it remembers of it. */
+export interface BucketReset {
+  ruleId: string;
+  key: string;
+}
+
 export type RuleChangeKind = "CREATED" | "UPDATED" | "DELETED";
 
 export const RULE_CHANGE_KINDS: readonly RuleChangeKind[] = ["CREATED", "UPDATED", "DELETED"];

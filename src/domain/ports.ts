@@ -5,7 +5,7 @@
 
 import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
 import type { Role } from "./access.js";
-import type { NearLimitEvent, RuleChange, ThrottleEvent } from "./events.js";
+import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "./events.js";
 import type { ChangeOrigin, RuleRevision } from "./revision.js";
 import type { FailureMode, Rule, RuleSpec } from "./rule.js";
 
@@ -125,14 +125,18 @@ export type Unsubscribe = () => void;
 
 /**
  * Live events: rule changes (to keep every instance's rule book current),
- * throttle and near-limit events (for dashboards). Every instance's listeners
- * hear what any instance publishes, its own events included.
+ * bucket resets (so that no instance keeps refusing a bucket from memory once
+ * it is reset), throttle and near-limit events (for dashboards). Every
+ * instance's listeners hear what any instance publishes, its own events
+ * included.
  */
 export interface EventBus {
   publishRuleChange(change: RuleChange): Promise<void>;
+  publishBucketReset(reset: BucketReset): Promise<void>;
   publishThrottle(event: ThrottleEvent): void;
   publishNearLimit(event: NearLimitEvent): void;
   onRuleChange(listener: (change: RuleChange) => void): Unsubscribe;
+  onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe;
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe;
   onNearLimit(listener: (event: NearLimitEvent) => void): Unsubscribe;
   close(): Promise<void>;

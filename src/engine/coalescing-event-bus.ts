@@ -22,7 +22,7 @@
  * shapes what the limiter publishes.
  */
 
-import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
+import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
 
 /** The key of an event that stands for buckets beyond maxKeys; never a real bucket key (those are "*" or "label:value|..."). */
@@ -76,6 +76,14 @@ export class CoalescingEventBus implements EventBus {
 
   onRuleChange(listener: (change: RuleChange) => void): Unsubscribe {
     return this.inner.onRuleChange(listener);
+  }
+
+  publishBucketReset(reset: BucketReset): Promise<void> {
+    return this.inner.publishBucketReset(reset);
+  }
+
+  onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe {
+    return this.inner.onBucketReset(listener);
   }
 
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe {

@@ -20,12 +20,14 @@
  *     never conforms sooner), not for smaller ones.
  *   - An entry holds the rule's parameters; once the rule changes (a raised
  *     limit, another window or algorithm) they differ and the entry is
- *     dropped, so the change takes effect at once. resetLimit forgets the
- *     bucket's entry.
+ *     dropped, so the change takes effect at once. resetLimit, through any
+ *     instance, forgets the bucket's entry on every instance (the event bus
+ *     carries the reset).
  *   - LOG_ONLY rules never refuse, so they are never cached.
- * What it cannot see: a resetLimit sent to another instance. That instance
- * forgets its own entry; this one keeps refusing until the entry's time,
- * which is when the bucket would have conformed anyway had it not been reset.
+ * What it cannot see: a reset whose message this instance missed (it was
+ * disconnected from Redis's pub/sub when the reset was published). It keeps
+ * refusing until the entry's time, which is when the bucket would have
+ * conformed anyway had it not been reset.
  *
  * Memory is bounded: at most maxEntries buckets, the oldest entry going first
  * when a new one needs room, and expired entries dropped when met.

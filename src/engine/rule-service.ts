@@ -54,9 +54,11 @@ export class RuleService {
     private readonly store: CounterStore,
     private readonly events: EventBus,
     private readonly clock: Clock,
-    /** The limiter's, so that a reset bucket is no longer refused locally. */
-    private readonly overLimit?: OverLimitCache,
-  ) {}
+    /** The limiter's: a bucket reset through any instance is no longer refused from it. */
+    overLimit?: OverLimitCache,
+  ) {
+    if (overLimit) events.onBucketReset((reset) => overLimit.forget(reset.ruleId, reset.key));
+  }
 
   get(principal: Principal, id: string): Rule | null {
     const rule = this.book.get(id);
@@ -143,13 +145,13 @@ export class RuleService {
     return writeRulesFile(tenant === null ? rules : rules.filter((rule) => rule.tenantId === tenant));
   }
 
-  /** Forgets one bucket of one rule, in the store and in this instance's over-limit cache. */
+  /** Forgets one bucket of one rule, in the store and in every instance's over-limit cache. */
   async resetLimit(principal: Principal, ruleId: string, key: string): Promise<boolean> {
     this.writable(principal, ruleId, this.book.get(ruleId));
     if (key.length === 0 || key.length > MAX_BUCKET_KEY) throw new ValidationError("key", `must be 1 to ${MAX_BUCKET_KEY} characters`);
     if (hasControlCharacters(key)) throw new ValidationError("key", "must not contain control characters");
     const forgotten = await this.store.reset(ruleId, key);
-    this.overLimit?.forget(ruleId, key);
+    await this.events.publishBucketReset({ ruleId, key });
     return forgotten;
   }
 

@@ -1,7 +1,8 @@
 /**
  * Two instances of the service on one Postgres database and one Redis key
  * prefix, as behind a load balancer: a rule changed through either is
- * enforced by both within a second, and a dashboard subscribed on one sees
+ * enforced by both within a second, a bucket reset through either is
+ * forgotten by both (over-limit caches included), and a dashboard subscribed on one sees
  * the throttles decided on the other, filtered, and coalesced under a flood.
  *
  * Propagation is asserted as a generous upper bound (1 s, the issue's) and
@@ -13,8 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CheckBatchVerdictsDocument,
   CheckLimitsDocument,
+  CheckLimitsSourceDocument,
   DeleteRuleDocument,
   NearLimitEventsDocument,
+  ResetLimitDocument,
   RuleChangesDocument,
   ThrottleEventsDocument,
   UpdateRuleDocument,
@@ -128,6 +131,18 @@ describe.runIf(await realStorageAvailable())("two instances on one Postgres and 
     await timed("  deleteRule on B", b.client.data(DeleteRuleDocument, { id: rule.id }));
     record("rule deleted on B, gone on A", await untilDecision(a, { tenantId, userId: "u1" }, (d) => d.rule === null, sent));
     expect(await check(a.client, { tenantId, userId: "u1" })).toMatchObject({ allowed: true, rule: null });
+  });
+
+  it("admits on B, within 1 s, a bucket reset through A that B's over-limit cache was refusing", async () => {
+    const { tenantId, rule } = await ruleRefusingU1();
+    const u1 = { tenantId, userId: "u1" };
+    expect((await check(b.client, u1)).allowed).toBe(false);
+    expect((await b.client.data(CheckLimitsSourceDocument, { request: u1 })).checkLimits).toMatchObject({ allowed: false, source: "OVER_LIMIT_CACHE" });
+    const sent = performance.now();
+    expect((await timed("  resetLimit on A", a.client.data(ResetLimitDocument, { ruleId: rule.id, key: "user:u1" }))).resetLimit).toBe(true);
+    record("bucket reset on A, admitted on B", await untilDecision(b, u1, (d) => d.allowed, sent));
+    expect((await b.client.data(CheckLimitsSourceDocument, { request: u1 })).checkLimits).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
+    expect((await check(a.client, u1)).allowed).toBe(false);
   });
 
   it("tells a ruleChanges subscriber on A of a change made on B", async () => {

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
+import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
 import { RedisEventBus } from "../../src/store/redis/redis-event-bus.js";
 import { REDIS_URL, redisAvailable } from "../support/services.js";
 
@@ -50,6 +50,8 @@ const THROTTLE: ThrottleEvent = {
   count: 3,
 };
 
+const RESET: BucketReset = { ruleId: "r1", key: "user:u1" };
+
 const { retryAfter: _retryAfter, ...sharedFields } = THROTTLE;
 const NEAR_LIMIT: NearLimitEvent = { ...sharedFields, remaining: 0, count: 1 };
 
@@ -59,6 +61,7 @@ const prefix = () => `fgtest:${process.pid}:${randomUUID().slice(0, 8)}:`;
 interface Instance {
   bus: RedisEventBus;
   changes: RuleChange[];
+  resets: BucketReset[];
   throttles: ThrottleEvent[];
   nearLimits: NearLimitEvent[];
   errors: string[];
@@ -77,7 +80,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
   const started: Instance[] = [];
 
   async function instance(keyPrefix: string, publisher = new Redis(REDIS_URL)): Promise<Instance> {
-    const found: Instance = { bus: undefined!, changes: [], throttles: [], nearLimits: [], errors: [] };
+    const found: Instance = { bus: undefined!, changes: [], resets: [], throttles: [], nearLimits: [], errors: [] };
     found.bus = new RedisEventBus(publisher, new Redis(REDIS_URL), {
       prefix: keyPrefix,
       instanceId: randomUUID(),
@@ -85,6 +88,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     });
     await found.bus.start();
     found.bus.onRuleChange((c) => found.changes.push(c));
+    found.bus.onBucketReset((r) => found.resets.push(r));
     found.bus.onThrottle((e) => found.throttles.push(e));
     found.bus.onNearLimit((e) => found.nearLimits.push(e));
     started.push(found);
@@ -108,14 +112,16 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     expect(a.changes.map((c) => c.version)).toEqual([2, 3]);
   });
 
-  it("carries rule changes, throttle and near-limit events to another instance as they were, dates included", async () => {
+  it("carries rule changes, bucket resets, throttle and near-limit events to another instance as they were, dates included", async () => {
     const shared = prefix();
     const [a, b] = [await instance(shared), await instance(shared)];
     await a.bus.publishRuleChange(RULE_CHANGE);
+    await a.bus.publishBucketReset(RESET);
     a.bus.publishThrottle(THROTTLE);
     a.bus.publishNearLimit(NEAR_LIMIT);
-    await until(() => b.changes.length + b.throttles.length + b.nearLimits.length === 3);
+    await until(() => b.changes.length + b.resets.length + b.throttles.length + b.nearLimits.length === 4);
     expect(b.changes).toEqual([RULE_CHANGE]);
+    expect(b.resets).toEqual([RESET]);
     expect(b.changes[0]!.rule!.createdAt).toBeInstanceOf(Date);
     expect(b.throttles).toEqual([THROTTLE]);
     expect(b.nearLimits).toEqual([NEAR_LIMIT]);
@@ -144,11 +150,13 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     raw.disconnect();
   });
 
-  it("reports a rule change it could not publish instead of failing, and still delivers it locally", async () => {
+  it("reports a rule change or bucket reset it could not publish instead of failing, and still delivers it locally", async () => {
     const broken = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
     const a = await instance(prefix(), broken);
     await expect(a.bus.publishRuleChange(RULE_CHANGE)).resolves.toBeUndefined();
+    await expect(a.bus.publishBucketReset(RESET)).resolves.toBeUndefined();
     expect(a.changes).toEqual([RULE_CHANGE]);
-    expect(a.errors).toEqual([expect.stringContaining("publishing to")]);
+    expect(a.resets).toEqual([RESET]);
+    expect(a.errors).toEqual([expect.stringContaining("publishing to"), expect.stringContaining("events:bucket-resets")]);
   });
 });

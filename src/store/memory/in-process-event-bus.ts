@@ -4,16 +4,21 @@
  * the others.
  */
 
-import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
+import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
 import type { EventBus, Unsubscribe } from "../../domain/ports.js";
 
 export class InProcessEventBus implements EventBus {
   private readonly ruleListeners = new Listeners<RuleChange>();
+  private readonly resetListeners = new Listeners<BucketReset>();
   private readonly throttleListeners = new Listeners<ThrottleEvent>();
   private readonly nearLimitListeners = new Listeners<NearLimitEvent>();
 
   async publishRuleChange(change: RuleChange): Promise<void> {
     this.ruleListeners.deliver(change);
+  }
+
+  async publishBucketReset(reset: BucketReset): Promise<void> {
+    this.resetListeners.deliver(reset);
   }
 
   publishThrottle(event: ThrottleEvent): void {
@@ -28,6 +33,10 @@ export class InProcessEventBus implements EventBus {
     return this.ruleListeners.add(listener);
   }
 
+  onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe {
+    return this.resetListeners.add(listener);
+  }
+
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe {
     return this.throttleListeners.add(listener);
   }
@@ -38,6 +47,7 @@ export class InProcessEventBus implements EventBus {
 
   async close(): Promise<void> {
     this.ruleListeners.clear();
+    this.resetListeners.clear();
     this.throttleListeners.clear();
     this.nearLimitListeners.clear();
   }

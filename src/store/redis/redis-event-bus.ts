@@ -2,7 +2,8 @@
  * Events across instances through Redis pub/sub, one channel per kind under
  * the key prefix:
  *
- *   <prefix>events:rule-changes   <prefix>events:throttle   <prefix>events:near-limit
+ *   <prefix>events:rule-changes   <prefix>events:bucket-resets
+ *   <prefix>events:throttle       <prefix>events:near-limit
  *
  * A message is JSON: {"from": "<instance id>", "event": {...}}. The
  * publishing instance delivers its own event to its listeners at once, so its
@@ -12,17 +13,19 @@
  *
  * Pub/sub is fire-and-forget: an instance that is disconnected when a message
  * is sent never sees it. The periodic full reload of the rules (RuleSync)
- * makes up for a lost rule change; a lost throttle event stays lost.
+ * makes up for a lost rule change; a lost bucket reset leaves that instance
+ * refusing the bucket from its over-limit cache until the refusal would have
+ * ended anyway; a lost throttle event stays lost.
  */
 
 import type { Cluster, Redis } from "ioredis";
-import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
+import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
 import type { EventBus, Unsubscribe } from "../../domain/ports.js";
 import { InProcessEventBus } from "../memory/in-process-event-bus.js";
 
-type Kind = "ruleChange" | "throttle" | "nearLimit";
+type Kind = "ruleChange" | "bucketReset" | "throttle" | "nearLimit";
 
-const CHANNEL_NAMES: Record<Kind, string> = { ruleChange: "rule-changes", throttle: "throttle", nearLimit: "near-limit" };
+const CHANNEL_NAMES: Record<Kind, string> = { ruleChange: "rule-changes", bucketReset: "bucket-resets", throttle: "throttle", nearLimit: "near-limit" };
 
 /** The fields of RuleChange, Rule and the events that are Dates, which JSON carries as ISO strings. */
 const DATE_FIELDS = new Set(["at", "createdAt", "updatedAt"]);
@@ -69,6 +72,12 @@ export class RedisEventBus implements EventBus {
     await this.send("ruleChange", change);
   }
 
+  /** Like a rule change: delivered here at once, then handed to Redis; a failed publish is reported, not thrown (the store has forgotten the bucket). */
+  async publishBucketReset(reset: BucketReset): Promise<void> {
+    await this.local.publishBucketReset(reset);
+    await this.send("bucketReset", reset);
+  }
+
   publishThrottle(event: ThrottleEvent): void {
     this.local.publishThrottle(event);
     void this.send("throttle", event);
@@ -81,6 +90,10 @@ export class RedisEventBus implements EventBus {
 
   onRuleChange(listener: (change: RuleChange) => void): Unsubscribe {
     return this.local.onRuleChange(listener);
+  }
+
+  onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe {
+    return this.local.onBucketReset(listener);
   }
 
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe {
@@ -117,6 +130,7 @@ export class RedisEventBus implements EventBus {
     }
     if (envelope.from === this.options.instanceId) return;
     if (kind === "ruleChange") void this.local.publishRuleChange(envelope.event as RuleChange);
+    else if (kind === "bucketReset") void this.local.publishBucketReset(envelope.event as BucketReset);
     else if (kind === "throttle") this.local.publishThrottle(envelope.event as ThrottleEvent);
     else this.local.publishNearLimit(envelope.event as NearLimitEvent);
   }
