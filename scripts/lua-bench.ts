@@ -19,7 +19,6 @@
  */
 
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import type { Algorithm } from "../src/domain/rule.js";
@@ -28,14 +27,16 @@ import type { CheckRequest } from "../src/domain/request.js";
 import { compileRule } from "../src/engine/compiled-rule.js";
 import { RuleIndex } from "../src/engine/rule-index.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
-import { decideArgs, MODES } from "../src/store/redis/scripts.js";
+import { readScript } from "../src/store/redis/scripts.js";
 import { startOwnRedis } from "../test/support/redis-server.js";
+import { decideCommand, redisBenchmark } from "./bench/ceiling.js";
 import { caller, ruleSet, TENANT } from "./bench/workload.js";
 import { numberOption } from "./support/number-option.js";
 
 const run = promisify(execFile);
 const OLD_REF = process.argv.includes("--old") ? process.argv[process.argv.indexOf("--old") + 1]! : "main";
 const ROUNDS = numberOption("rounds", 5);
+const LAYOUT = new KeyLayout("fgluabench:", 16_384);
 const REQUESTS = numberOption("requests", 200_000);
 
 interface Scenario {
@@ -62,23 +63,12 @@ function scenarios(): Scenario[] {
   ];
 }
 
-/** As the bench's ceiling: the first bucket (the user's) spread with redis-benchmark's __rand_int__. */
-function commandLine(buckets: BucketRef[], sha: string): string[] {
-  const [first, ...rest] = buckets;
-  const spread = [{ ...first!, key: first!.key.replace(/\d+$/, "__rand_int__") }, ...rest];
-  const keysAndArgs = decideArgs(new KeyLayout("fgluabench:", 16_384), { buckets: spread, cost: 1, dryRun: false }, spread.map((_, i) => i), MODES.decide, null);
-  return ["EVALSHA", sha, ...keysAndArgs.map(String)];
-}
-
 async function measure(redis: Redis, port: number, command: string[]): Promise<Measured> {
   await redis.flushall();
   await redis.config("RESETSTAT");
-  const args = ["-h", "127.0.0.1", "-p", String(port), "-c", "32", "-P", "16", "-r", "10000", "-n", String(REQUESTS), "--csv"];
-  const { stdout } = await run("redis-benchmark", [...args, ...command], { maxBuffer: 1 << 20 });
-  // --csv: a header line, then "<command>","<requests per second>",...
-  const perSecond = Number(JSON.parse(`[${stdout.trim().split("\n").at(-1)!}]`)[1]);
+  const perSecond = await redisBenchmark({ host: "127.0.0.1", port, requests: REQUESTS, command });
   const stats = (await redis.info("commandstats")).match(/cmdstat_evalsha:calls=(\d+),usec=\d+,usec_per_call=([\d.]+)/);
-  if (!Number.isFinite(perSecond) || !stats) throw new Error(`unexpected output: ${stdout}`);
+  if (!stats) throw new Error("no evalsha in INFO commandstats");
   if (Number(stats[1]) !== REQUESTS) throw new Error(`evalsha ran ${stats[1]} times, expected ${REQUESTS}`);
   return { perSecond, usecPerCall: Number(stats[2]) };
 }
@@ -91,7 +81,7 @@ function median(values: number[]): number {
 
 async function main(): Promise<void> {
   const oldScript = (await run("git", ["show", `${OLD_REF}:lua/decide.lua`])).stdout;
-  const newScript = readFileSync(new URL("../lua/decide.lua", import.meta.url), "utf8");
+  const newScript = readScript("decide");
   const server = await startOwnRedis();
   const redis = new Redis(server.url);
   try {
@@ -100,7 +90,7 @@ async function main(): Promise<void> {
     for (const scenario of scenarios()) {
       const runs: Record<"old" | "new", Measured[]> = { old: [], new: [] };
       for (let round = 0; round < ROUNDS; round++) {
-        for (const version of ["old", "new"] as const) runs[version].push(await measure(redis, server.port, commandLine(scenario.buckets, shas[version])));
+        for (const version of ["old", "new"] as const) runs[version].push(await measure(redis, server.port, decideCommand(LAYOUT, scenario.buckets, shas[version])));
       }
       const [old, now] = (["old", "new"] as const).map((v) => ({
         perSecond: median(runs[v].map((r) => r.perSecond)),

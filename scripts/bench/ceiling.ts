@@ -24,25 +24,33 @@ export async function redisCeiling(options: {
   buckets: BucketRef[];
   requests: number;
 }): Promise<number> {
-  const [first, ...rest] = options.buckets;
-  const spread = { ...first!, key: first!.key.replace(/\d+$/, "__rand_int__") };
-  const buckets = [spread, ...rest];
-  const keysAndArgs = decideArgs(options.layout, { buckets, cost: 1, dryRun: false }, buckets.map((_, i) => i), MODES.decide, null);
   const { hostname, port } = new URL(options.redisUrl);
-  const stdout = await retryOnNoScript(async () => {
+  return retryOnNoScript(async () => {
     const sha = (await options.redis.script("LOAD", readScript("decide"))) as string;
-    const args = ["-h", hostname, "-p", port || "6379", "-c", "32", "-P", "16", "-r", "10000", "-n", String(options.requests), "--csv"];
-    return (await run("redis-benchmark", [...args, "EVALSHA", sha, ...keysAndArgs.map(String)], { maxBuffer: 1 << 20 })).stdout;
+    return redisBenchmark({ host: hostname, port: Number(port || 6379), requests: options.requests, command: decideCommand(options.layout, options.buckets, sha) });
   });
+}
+
+/** The EVALSHA of one bench check, its first bucket (the user's) spread over 10,000 keys with redis-benchmark's __rand_int__. */
+export function decideCommand(layout: KeyLayout, buckets: readonly BucketRef[], sha: string): string[] {
+  const [first, ...rest] = buckets;
+  const spread = [{ ...first!, key: first!.key.replace(/\d+$/, "__rand_int__") }, ...rest];
+  const keysAndArgs = decideArgs(layout, { buckets: spread, cost: 1, dryRun: false }, spread.map((_, i) => i), MODES.decide, null);
+  return ["EVALSHA", sha, ...keysAndArgs.map(String)];
+}
+
+/** Runs redis-benchmark pipelined (-c 32 -P 16) with one command and returns its requests per second. */
+export async function redisBenchmark(options: { host: string; port: number; requests: number; command: readonly string[] }): Promise<number> {
+  const args = ["-h", options.host, "-p", String(options.port), "-c", "32", "-P", "16", "-r", "10000", "-n", String(options.requests), "--csv"];
+  const { stdout } = await run("redis-benchmark", [...args, ...options.command], { maxBuffer: 1 << 20 });
   // --csv: a header line, then "<command>","<requests per second>",...
-  const row = stdout.trim().split("\n").at(-1)!;
-  const rps = Number(JSON.parse(`[${row}]`)[1]);
+  const rps = Number(JSON.parse(`[${stdout.trim().split("\n").at(-1)!}]`)[1]);
   if (!Number.isFinite(rps)) throw new Error(`unexpected redis-benchmark output: ${stdout}`);
   return rps;
 }
 
 /** A shared Redis may have its script cache flushed (SCRIPT FLUSH, a restart) by someone else between the load and the run. */
-async function retryOnNoScript(attempt: () => Promise<string>): Promise<string> {
+async function retryOnNoScript<T>(attempt: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries++) {
     try {
       return await attempt();
