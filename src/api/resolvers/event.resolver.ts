@@ -1,6 +1,7 @@
 import { Arg, ID, Resolver, Root, Subscription } from "type-graphql";
 import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
 import { scopeTenant } from "../../domain/access.js";
+import { referenceArgs } from "../args.js";
 import type { ApiContext } from "../context.js";
 import { Topic, type EventFilter } from "../event-pubsub.js";
 import { NearLimitEventType, RuleChangeType, ThrottleEventType } from "../types/event.type.js";
@@ -33,5 +34,6 @@ export class EventResolver {
 
 /** The events a subscriber may receive: its own tenant's unless it is an ADMIN (FORBIDDEN for another tenant). */
 function watchable(context: unknown, args: EventFilter): EventFilter {
-  return { ...args, tenantId: scopeTenant((context as ApiContext).principal, "watchEvents", args.tenantId) };
+  const { tenantId, ruleId } = referenceArgs(args);
+  return { ruleId, tenantId: scopeTenant((context as ApiContext).principal, "watchEvents", tenantId) };
 }
