@@ -102,6 +102,8 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         maxQueryDepth: settings.maxQueryDepth,
         maxQueryFields: settings.maxQueryFields,
         fastPathCacheSize: settings.fastPathCacheSize,
+        maxSubscriptionsPerSocket: settings.maxSubscriptionsPerSocket,
+        maxSocketsPerKey: settings.maxSocketsPerKey,
         shutdownTimeoutMs: settings.shutdownTimeoutMs,
         readiness: () => ({
           ready: book.lastLoadedAt !== null,

@@ -28,6 +28,7 @@ export const ErrorCode = {
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
   BAD_REQUEST: "BAD_REQUEST",
   SUBSCRIBER_TOO_SLOW: "SUBSCRIBER_TOO_SLOW",
+  TOO_MANY_SUBSCRIPTIONS: "TOO_MANY_SUBSCRIPTIONS",
   INTERNAL_SERVER_ERROR: "INTERNAL_SERVER_ERROR",
 } as const;
 
@@ -148,5 +149,25 @@ export function subscriberTooSlow(buffered: number): GraphQLError {
   return new GraphQLError(
     `this subscription was ended because its reader fell more than ${buffered} events behind; those events and the ones after them were not delivered: subscribe again to carry on`,
     { extensions: { code: ErrorCode.SUBSCRIBER_TOO_SLOW } },
+  );
+}
+
+/** The same error with an extensions.code: GraphQL's own errors (parse, validation, coercion) come without one. */
+export function coded(error: GraphQLError, code: string): GraphQLError {
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: { ...error.extensions, code },
+  });
+}
+
+/** A subscription refused because its socket already holds `max` (MAX_SUBSCRIPTIONS_PER_SOCKET); the others go on. */
+export function tooManySubscriptions(max: number): GraphQLError {
+  return new GraphQLError(
+    `this socket already holds ${max} subscriptions, the most one may (MAX_SUBSCRIPTIONS_PER_SOCKET): complete one first, or open another socket`,
+    { extensions: { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS } },
   );
 }

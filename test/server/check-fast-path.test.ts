@@ -177,6 +177,8 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
       maxQueryDepth: MAX_DEPTH,
       maxQueryFields: MAX_FIELDS,
       fastPathCacheSize: fastPath ? 100 : 0,
+      maxSubscriptionsPerSocket: 10,
+      maxSocketsPerKey: 10,
       shutdownTimeoutMs: 1_000,
       metrics: new Registry(),
       readiness: () => ({ ready: true }),
