@@ -43,6 +43,8 @@ export interface HttpServerOptions {
   maxSubscriptionsPerSocket: number;
   /** MAX_SOCKETS_PER_KEY: WebSockets one API key may hold open at once on this instance. */
   maxSocketsPerKey: number;
+  /** API_KEY_CACHE_MS: how often every open WebSocket's key is looked up again. */
+  apiKeyCacheMs: number;
   /** How long shutdown waits for requests in flight before closing their connections. */
   shutdownTimeoutMs: number;
   /** Prometheus registry served at GET /metrics. */
@@ -196,6 +198,8 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     maxPayloadBytes: options.maxBodyBytes,
     maxSubscriptionsPerSocket: options.maxSubscriptionsPerSocket,
     maxSocketsPerKey: options.maxSocketsPerKey,
+    revalidateMs: options.apiKeyCacheMs,
+    logger,
   });
 
   await new Promise<void>((resolve, reject) => {

@@ -12,6 +12,7 @@
  *   no operation, or an unknown name    OPERATION_RESOLUTION_FAILURE
  *   variables of the wrong type         BAD_USER_INPUT
  *   one subscription too many           TOO_MANY_SUBSCRIPTIONS (MAX_SUBSCRIPTIONS_PER_SOCKET)
+ *   a socket whose key was revoked      UNAUTHENTICATED (the socket is closing, see socket-sessions.ts)
  *
  * Each is sent as the subscription's `error` message: that subscription ends,
  * the socket and its other subscriptions stay open. Left to graphql-ws itself,
@@ -37,6 +38,7 @@ import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import { createContext, type Services } from "../api/context.js";
 import { coded, ErrorCode, formatGraphQLError, tooManySubscriptions } from "../api/errors.js";
+import type { Logger } from "./logger.js";
 import { SocketSessions } from "./socket-sessions.js";
 
 export interface SubscriptionServerOptions {
@@ -51,6 +53,9 @@ export interface SubscriptionServerOptions {
   maxSubscriptionsPerSocket: number;
   /** MAX_SOCKETS_PER_KEY */
   maxSocketsPerKey: number;
+  /** API_KEY_CACHE_MS: how often every open socket's key is looked up again. */
+  revalidateMs: number;
+  logger: Logger;
 }
 
 export interface SubscriptionServer {
@@ -75,13 +80,21 @@ const subscriptionsOnly: ValidationRule = (context) => ({
 export function serveSubscriptions(server: Server, options: SubscriptionServerOptions): SubscriptionServer {
   const { schema, services } = options;
   const rules = [...specifiedRules, ...options.validationRules, subscriptionsOnly];
-  const sessions = new SocketSessions({ keys: services.keys, maxSocketsPerKey: options.maxSocketsPerKey });
+  const sessions = new SocketSessions({
+    keys: services.keys,
+    events: services.events,
+    maxSocketsPerKey: options.maxSocketsPerKey,
+    revalidateMs: options.revalidateMs,
+    log: options.logger,
+  });
   const sockets = new WebSocketServer({ server, path: "/graphql", maxPayload: options.maxPayloadBytes });
   const graphqlWs = useServer(
     {
       onConnect: ({ connectionParams, extra }) => sessions.open(extra.socket, connectionParams?.authorization),
       onClose: ({ extra }) => sessions.closed(extra.socket),
       onSubscribe: (ctx, _id, payload): ExecutionArgs | readonly GraphQLError[] => {
+        const principal = sessions.principalOf(ctx.extra.socket);
+        if (principal === null) return [new GraphQLError("the API key of this socket was revoked", { extensions: { code: ErrorCode.UNAUTHENTICATED } })];
         // graphql-ws has already counted this one among the socket's subscriptions.
         if (Object.keys(ctx.subscriptions).length > options.maxSubscriptionsPerSocket) return [tooManySubscriptions(options.maxSubscriptionsPerSocket)];
         let document: DocumentNode;
@@ -96,9 +109,9 @@ export function serveSubscriptions(server: Server, options: SubscriptionServerOp
           const which = payload.operationName ? `no operation named ${JSON.stringify(payload.operationName)}` : "several operations and no operationName";
           return [new GraphQLError(`the document has ${which}`, { extensions: { code: "OPERATION_RESOLUTION_FAILURE" } })];
         }
-        return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
+        const contextValue = createContext(services, principal, randomUUID());
+        return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue };
       },
-      context: ({ extra }) => createContext(services, sessions.principalOf(extra.socket), randomUUID()),
       // Errors carry their codes, and unexpected ones are masked, exactly as over HTTP.
       onError: (_ctx, _id, _payload, errors) => errors.map(formatGraphQLError),
       onNext: (_ctx, _id, _payload, _args, result) => {
@@ -112,5 +125,10 @@ export function serveSubscriptions(server: Server, options: SubscriptionServerOp
     },
     sockets,
   );
-  return { close: async () => graphqlWs.dispose() };
+  return {
+    close: async () => {
+      sessions.close();
+      await graphqlWs.dispose();
+    },
+  };
 }
