@@ -34,6 +34,7 @@ import {
   type ParseOptions,
   type ValidationRule,
 } from "graphql";
+import type { SubscribePayload } from "graphql-ws";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import { createContext, type Services } from "../api/context.js";
@@ -77,6 +78,28 @@ const subscriptionsOnly: ValidationRule = (context) => ({
   },
 });
 
+/** The document of a subscribe message, parsed and validated, or the errors that refuse it, each with its code. */
+function subscriptionDocument(
+  payload: SubscribePayload,
+  schema: GraphQLSchema,
+  rules: readonly ValidationRule[],
+  parseOptions: ParseOptions,
+): DocumentNode | GraphQLError[] {
+  let document: DocumentNode;
+  try {
+    document = parse(payload.query, parseOptions);
+  } catch (error) {
+    return [coded(error as GraphQLError, "GRAPHQL_PARSE_FAILED")];
+  }
+  const invalid = validate(schema, document, rules);
+  if (invalid.length > 0) return invalid.map((error) => (error.extensions.code ? error : coded(error, "GRAPHQL_VALIDATION_FAILED")));
+  if (getOperationAST(document, payload.operationName) === null) {
+    const which = payload.operationName ? `no operation named ${JSON.stringify(payload.operationName)}` : "several operations and no operationName";
+    return [new GraphQLError(`the document has ${which}`, { extensions: { code: "OPERATION_RESOLUTION_FAILURE" } })];
+  }
+  return document;
+}
+
 export function serveSubscriptions(server: Server, options: SubscriptionServerOptions): SubscriptionServer {
   const { schema, services } = options;
   const rules = [...specifiedRules, ...options.validationRules, subscriptionsOnly];
@@ -97,18 +120,8 @@ export function serveSubscriptions(server: Server, options: SubscriptionServerOp
         if (principal === null) return [new GraphQLError("the API key of this socket was revoked", { extensions: { code: ErrorCode.UNAUTHENTICATED } })];
         // graphql-ws has already counted this one among the socket's subscriptions.
         if (Object.keys(ctx.subscriptions).length > options.maxSubscriptionsPerSocket) return [tooManySubscriptions(options.maxSubscriptionsPerSocket)];
-        let document: DocumentNode;
-        try {
-          document = parse(payload.query, options.parseOptions);
-        } catch (error) {
-          return [coded(error as GraphQLError, "GRAPHQL_PARSE_FAILED")];
-        }
-        const invalid = validate(schema, document, rules);
-        if (invalid.length > 0) return invalid.map((error) => (error.extensions.code ? error : coded(error, "GRAPHQL_VALIDATION_FAILED")));
-        if (getOperationAST(document, payload.operationName) === null) {
-          const which = payload.operationName ? `no operation named ${JSON.stringify(payload.operationName)}` : "several operations and no operationName";
-          return [new GraphQLError(`the document has ${which}`, { extensions: { code: "OPERATION_RESOLUTION_FAILURE" } })];
-        }
+        const document = subscriptionDocument(payload, schema, rules, options.parseOptions);
+        if (Array.isArray(document)) return document;
         const contextValue = createContext(services, principal, randomUUID());
         return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue };
       },
