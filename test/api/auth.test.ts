@@ -6,6 +6,7 @@ import WebSocket from "ws";
 import { ApiKeysDocument, CheckLimitsDocument, CreateApiKeyDocument, CreateRuleDocument, ListRulesDocument, RevokeApiKeyDocument } from "../generated/graphql.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { GraphQLClient } from "../support/graphql-client.js";
+import { fragmentFanOut } from "../support/hostile-documents.js";
 
 describe("authentication and API keys", () => {
   let t: TestApp;
@@ -95,7 +96,15 @@ describe("authentication and API keys", () => {
     const aliases = Array.from({ length: 21 }, (_, i) => `c${i}: checkLimits(request: { tenantId: "a" }) { allowed remaining }`).join(" ");
     const tooMany = await t.client.raw({ query: `{ ${aliases} }` });
     expect(codeOf(tooMany)).toBe("GRAPHQL_VALIDATION_FAILED");
-    expect(tooMany.errors?.[0]?.message).toBe("the query selects 63 fields in all; at most 60 are allowed (use checkLimitsBatch for many checks)");
+    expect(tooMany.errors?.[0]?.message).toBe("the query selects more than 60 fields in all; at most 60 are allowed (use checkLimitsBatch for many checks)");
+  });
+
+  it("refuses a kilobyte of fragments that expands to 2 × 10^11 fields (12 levels spreading the next 10 times), and stays responsive", async () => {
+    const fanOut = await t.client.raw({ query: fragmentFanOut(12) });
+    expect(fanOut.status).toBe(400);
+    expect(codeOf(fanOut)).toBe("GRAPHQL_VALIDATION_FAILED");
+    expect(fanOut.errors?.[0]?.message).toBe("the query selects more than 60 fields in all; at most 60 are allowed (use checkLimitsBatch for many checks)");
+    expect((await fetch(new URL("/healthz", t.app.url))).status).toBe(200);
   });
 });
 
