@@ -117,6 +117,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         maxQueryDepth: settings.maxQueryDepth,
         maxQueryFields: settings.maxQueryFields,
         fastPathCacheSize: settings.fastPathCacheSize,
+        fastPathCacheBytes: settings.fastPathCacheBytes,
         maxSubscriptionsPerSocket: settings.maxSubscriptionsPerSocket,
         maxSocketsPerKey: settings.maxSocketsPerKey,
         apiKeyCacheMs: settings.apiKeyCacheMs,
