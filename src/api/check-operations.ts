@@ -46,7 +46,7 @@ import type { Logger } from "pino";
 import { holds } from "../domain/access.js";
 import { LruCache } from "../domain/lru-cache.js";
 import type { ApiContext } from "./context.js";
-import { formatExecutionErrors, type HttpPart } from "./errors.js";
+import { formatExecutionErrors, type ErrorFormatter, type HttpPart } from "./errors.js";
 import { MAX_BATCH, operationChecks } from "./operation-checks.js";
 import { QueryMeasure } from "./query-limits.js";
 import { logUnexpectedErrors } from "./request-logging.js";
@@ -74,6 +74,8 @@ export interface CheckOperationsOptions {
   capacity: number;
   /** What those may hold in all, in bytes as documentBytes estimates them; least recently used dropped first. */
   maxBytes: number;
+  /** Apollo's formatError. */
+  formatError: ErrorFormatter;
   logger: Logger;
 }
 
@@ -147,7 +149,7 @@ export class CheckOperations {
     if (!("data" in result)) return null;
     if (result.errors === undefined) return { http: NO_HTTP_PART, body: JSON.stringify({ data: result.data }) };
     logUnexpectedErrors(this.options.logger, result.errors, context.requestId);
-    const { errors, http } = formatExecutionErrors(result.errors);
+    const { errors, http } = formatExecutionErrors(result.errors, this.options.formatError);
     // Apollo's order: errors before data.
     return { http, body: JSON.stringify({ errors, data: result.data }) };
   }

@@ -17,11 +17,11 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from "@apollo/server/plugin/disabled";
-import { Kind, parse, type GraphQLSchema } from "graphql";
+import { Kind, parse, type GraphQLSchema, type ParseOptions } from "graphql";
 import type { Registry } from "prom-client";
 import { CheckOperations, type CheckRequestBody, type GraphQLAnswer } from "../api/check-operations.js";
 import { createContext, type ApiContext, type Services } from "../api/context.js";
-import { formatError, toGraphQLError } from "../api/errors.js";
+import { errorFormatter, toGraphQLError } from "../api/errors.js";
 import { mutationLimit } from "../api/mutation-limit.js";
 import { requestLogging } from "../api/request-logging.js";
 import { queryLimits } from "../api/query-limits.js";
@@ -70,11 +70,11 @@ class BodyTooLarge extends Error {}
  * malformed documents) from answering 500. The substring test keeps this free
  * for everything else.
  */
-function asksForSubscription(body: unknown, url: string | undefined): boolean {
+function asksForSubscription(body: unknown, url: string | undefined, parseOptions: ParseOptions): boolean {
   const query = typeof body === "object" && body !== null ? (body as { query?: unknown }).query : new URLSearchParams(searchOf(url)).get("query");
   if (typeof query !== "string" || !query.includes("subscription")) return false;
   try {
-    return parse(query).definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation === "subscription");
+    return parse(query, parseOptions).definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation === "subscription");
   } catch {
     return false;
   }
@@ -93,10 +93,13 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
   const { schema, services, logger } = options;
   const validationRules = [queryLimits(options.maxQueryDepth, options.maxQueryFields)];
   // A document is refused past this many tokens before it is even parsed whole: a legitimate one is far smaller.
-  const parseOptions = { maxTokens: options.maxQueryFields * 10 };
+  // Every parse takes them: Apollo's, the fast path's, the subscription test's and graphql-ws's.
+  const parseOptions: ParseOptions = { maxTokens: options.maxQueryFields * 10 };
+  // With introspection off, graphql's "Did you mean …?" hints would name what it hides.
+  const formatError = errorFormatter({ suggestions: options.introspection });
   const checks =
     options.fastPathCacheSize > 0
-      ? new CheckOperations({ schema, parseOptions, validationRules, capacity: options.fastPathCacheSize, maxBytes: options.fastPathCacheBytes, logger })
+      ? new CheckOperations({ schema, parseOptions, validationRules, capacity: options.fastPathCacheSize, maxBytes: options.fastPathCacheBytes, formatError, logger })
       : null;
   if (checks !== null) registerFastPathGauges(options.metrics, checks);
   const apollo = new ApolloServer<ApiContext>({
@@ -184,7 +187,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     } catch (error) {
       return send(res, await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequestOf(req, body), context: () => Promise.reject(error) }));
     }
-    if (asksForSubscription(body, req.url)) {
+    if (asksForSubscription(body, req.url, parseOptions)) {
       return json(res, 400, graphqlError("subscriptions are served over WebSocket (the graphql-ws protocol) on /graphql, not over HTTP", "BAD_REQUEST"));
     }
     // One context, whichever path answers: the fast path hands on to Apollo only requests of which nothing has run.
@@ -218,6 +221,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     maxSubscriptionsPerSocket: options.maxSubscriptionsPerSocket,
     maxSocketsPerKey: options.maxSocketsPerKey,
     revalidateMs: options.apiKeyCacheMs,
+    formatError,
     logger,
   });
 

@@ -7,6 +7,7 @@ import { ApiKeysDocument, CheckLimitsDocument, CreateApiKeyDocument, CreateRuleD
 import { startTestApp, type TestApp } from "../support/app.js";
 import { GraphQLClient } from "../support/graphql-client.js";
 import { fragmentFanOut } from "../support/hostile-documents.js";
+import { openSocket } from "../support/subscriptions.js";
 
 describe("authentication and API keys", () => {
   let t: TestApp;
@@ -105,6 +106,21 @@ describe("authentication and API keys", () => {
     expect(codeOf(fanOut)).toBe("GRAPHQL_VALIDATION_FAILED");
     expect(fanOut.errors?.[0]?.message).toBe("the query selects more than 60 fields in all; at most 60 are allowed (use checkLimitsBatch for many checks)");
     expect((await fetch(new URL("/healthz", t.app.url))).status).toBe(200);
+  });
+
+  it("parses no document past 10 tokens per allowed field (600) on any path: a check, a subscription sent over HTTP, one over graphql-ws", async () => {
+    const tooLong = "Syntax Error: Document contains more that 600 tokens. Parsing aborted.";
+    const check = await t.client.raw({ query: `{ checkLimits(request: { tenantId: "a" }) { ${"allowed ".repeat(600)}} }` });
+    expect(check.errors?.map((e) => [e.message, e.extensions?.code])).toEqual([[tooLong, "GRAPHQL_PARSE_FAILED"]]);
+    const subscription = `subscription { ruleChanges { ${"ruleId ".repeat(600)}} }`;
+    const overHttp = await t.client.raw({ query: subscription });
+    expect(overHttp.errors?.map((e) => [e.message, e.extensions?.code])).toEqual([[tooLong, "GRAPHQL_PARSE_FAILED"]]);
+    const socket = openSocket(t.app.url, t.adminToken);
+    const overWebSocket = await socket.subscribe(subscription).ended();
+    await socket.close();
+    expect(overWebSocket).toEqual([
+      { message: tooLong, locations: [{ line: 1, column: 4202 }], extensions: { code: "GRAPHQL_PARSE_FAILED" } },
+    ]);
   });
 });
 
