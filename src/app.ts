@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { MAX_BATCH } from "./api/resolvers/limit.resolver.js";
+import { MAX_BATCH } from "./api/operation-checks.js";
 import { buildApiSchema } from "./api/schema.js";
 import { resolveAdminToken } from "./config/admin-token.js";
 import { SettingsError, type Settings } from "./config/settings.js";
@@ -117,6 +117,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         maxQueryDepth: settings.maxQueryDepth,
         maxQueryFields: settings.maxQueryFields,
         fastPathCacheSize: settings.fastPathCacheSize,
+        fastPathCacheBytes: settings.fastPathCacheBytes,
         maxSubscriptionsPerSocket: settings.maxSubscriptionsPerSocket,
         maxSocketsPerKey: settings.maxSocketsPerKey,
         apiKeyCacheMs: settings.apiKeyCacheMs,

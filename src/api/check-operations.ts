@@ -5,6 +5,14 @@
  * applies, and compiled by graphql-jit), and then runs without Apollo's request pipeline
  * and without graphql-js interpreting the document anew for every request.
  *
+ * Compiled documents are large (graphql-jit generates code for every field
+ * selected: 10 KiB for one checkLimits, 15 MiB for a thousand aliased ones),
+ * and their texts are the caller's choice. So only a caller already
+ * authenticated, with the right to check, has a document compiled; a
+ * document past the operation's check cap is never compiled; and the cache
+ * is bounded by an estimate of the bytes its entries hold as well as by their
+ * number (src/domain/lru-cache.ts).
+ *
  * Everything else is Apollo's, which answers it as it always has: documents
  * that are not such queries, that do not parse or validate (Apollo words
  * those errors), and requests whose variables the compiled query refuses.
@@ -26,15 +34,21 @@ import {
   validate,
   visit,
   type DocumentNode,
+  type FragmentDefinitionNode,
   type GraphQLSchema,
+  type OperationDefinitionNode,
   type ParseOptions,
   type SelectionNode,
   type ValidationRule,
 } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
 import type { Logger } from "pino";
+import { holds } from "../domain/access.js";
+import { LruCache } from "../domain/lru-cache.js";
 import type { ApiContext } from "./context.js";
-import { formatExecutionErrors, type HttpPart } from "./errors.js";
+import { formatExecutionErrors, type ErrorFormatter, type HttpPart } from "./errors.js";
+import { MAX_BATCH, operationChecks } from "./operation-checks.js";
+import { QueryMeasure } from "./query-limits.js";
 import { logUnexpectedErrors } from "./request-logging.js";
 
 /** A GraphQL request as it arrived over HTTP, its parts already of the right JSON types. */
@@ -58,6 +72,10 @@ export interface CheckOperationsOptions {
   validationRules: readonly ValidationRule[];
   /** Distinct query texts kept compiled (or known not to be fast-path checks), least recently used dropped first. */
   capacity: number;
+  /** What those may hold in all, in bytes as documentBytes estimates them; least recently used dropped first. */
+  maxBytes: number;
+  /** Apollo's formatError. */
+  formatError: ErrorFormatter;
   logger: Logger;
 }
 
@@ -66,65 +84,94 @@ const CHECK_FIELDS: ReadonlySet<string> = new Set(["checkLimits", "checkLimitsBa
 const CHECK_FIELD_PREFIX = "checkLimits";
 const NO_HTTP_PART: HttpPart = Object.freeze({ status: undefined, headers: [] });
 const MAX_OPERATION_NAMES = 16;
+/** The fast path's operations select only checkLimits and checkLimitsBatch fields: no fragment is spread at their root. */
+const NO_FRAGMENTS: Readonly<Record<string, FragmentDefinitionNode>> = Object.freeze({});
+
+/**
+ * Heap a compiled query holds: a fixed part, and a part per field selected
+ * (fragments expanded where they are spread: graphql-jit generates code for
+ * each). Measured with `npx tsx --expose-gc scripts/fast-path-memory.ts`
+ * over documents from one checkLimits to a thousand aliased ones, with
+ * fragments, nested lists and long literals: at most 9 KiB fixed and
+ * 5.1 KiB per field (1.3 to 5.1). Per character of query text it ranged
+ * from 1 byte (a long literal) to 4,800 (a fragment spread fifty times),
+ * so the text's length alone cannot bound it; the fields can.
+ */
+const COMPILED_BYTES = 10 * 1024;
+const COMPILED_BYTES_PER_FIELD = 6 * 1024;
+/** Every kept text: the string (two bytes a character at most) and its entry, with its map of operations (a few hundred bytes). */
+const TEXT_BYTES_PER_CHARACTER = 2;
+const ENTRY_BYTES = 512;
+
+interface CompiledCheck {
+  query: CompiledQuery;
+  operation: OperationDefinitionNode;
+  /** Estimated heap it holds (see COMPILED_BYTES). */
+  bytes: number;
+}
 
 /** One query text's operations, by operation name (null: none given); a null operation is Apollo's to answer. */
-type Operations = Map<string | null, CompiledQuery | null>;
+type Operations = Map<string | null, CompiledCheck | null>;
 
 export class CheckOperations {
   /** By query text, so that finding one costs no new string per request. */
-  private readonly documents = new Map<string, Operations>();
+  private readonly documents: LruCache<string, Operations>;
   private readonly rules: readonly ValidationRule[];
 
   constructor(private readonly options: CheckOperationsOptions) {
     this.rules = [...specifiedRules, ...options.validationRules];
+    this.documents = new LruCache({ maxEntries: options.capacity, maxWeight: options.maxBytes, weigh: documentBytes });
+  }
+
+  /** Query texts kept. */
+  get size(): number {
+    return this.documents.size;
+  }
+
+  /** The estimated bytes they hold. */
+  get bytes(): number {
+    return this.documents.weight;
   }
 
   /**
    * Runs the request when its document is a compiled check; null when Apollo
-   * must answer it, and then nothing of it has run. `context` authenticates
-   * the caller: when it fails, Apollo answers too (UNAUTHENTICATED, 401).
+   * must answer it, and then nothing of it has run. The caller is already
+   * authenticated (`context`); one without the right to check has nothing
+   * compiled or kept for it.
    */
-  async run(request: CheckRequestBody, context: () => Promise<ApiContext>): Promise<GraphQLAnswer | null> {
+  async run(request: CheckRequestBody, context: ApiContext): Promise<GraphQLAnswer | null> {
+    if (!holds(context.principal, "checkLimits")) return null;
     const compiled = this.compiled(request.query, request.operationName);
-    if (compiled === null) return null;
-    let contextValue: ApiContext;
-    try {
-      contextValue = await context();
-    } catch {
-      return null;
-    }
-    const result = await compiled.query(undefined, contextValue, request.variables);
+    // Past the cap with these variables: Apollo refuses it (operation-checks.ts words the refusal).
+    if (compiled === null || operationChecks(compiled.operation, NO_FRAGMENTS, request.variables) > MAX_BATCH) return null;
+    const result = await compiled.query.query(undefined, context, request.variables);
     // Only refused variables give a result without data, and they are refused before any resolver runs.
     if (!("data" in result)) return null;
     if (result.errors === undefined) return { http: NO_HTTP_PART, body: JSON.stringify({ data: result.data }) };
-    logUnexpectedErrors(this.options.logger, result.errors, contextValue.requestId);
-    const { errors, http } = formatExecutionErrors(result.errors);
+    logUnexpectedErrors(this.options.logger, result.errors, context.requestId);
+    const { errors, http } = formatExecutionErrors(result.errors, this.options.formatError);
     // Apollo's order: errors before data.
     return { http, body: JSON.stringify({ errors, data: result.data }) };
   }
 
-  private compiled(query: string, operationName: string | undefined): CompiledQuery | null {
+  private compiled(query: string, operationName: string | undefined): CompiledCheck | null {
     if (!query.includes(CHECK_FIELD_PREFIX)) return null;
-    let operations = this.documents.get(query);
-    if (operations === undefined) {
-      if (this.documents.size >= this.options.capacity) this.documents.delete(this.documents.keys().next().value!);
-      operations = new Map();
-    } else {
-      this.documents.delete(query);
-    }
-    this.documents.set(query, operations);
+    const operations: Operations = this.documents.get(query) ?? new Map();
     const name = operationName ?? null;
     let compiled = operations.get(name);
     if (compiled === undefined) {
-      compiled = this.compile(query, operationName);
       // A text sent with ever new operation names must not grow without bound either.
       if (operations.size >= MAX_OPERATION_NAMES) operations.delete(operations.keys().next().value!);
+      compiled = this.compile(query, operationName, this.options.maxBytes - documentBytes(query, operations));
       operations.set(name, compiled);
+      // Kept again, weighed anew; the least recently used texts make room.
+      this.documents.set(query, operations);
     }
     return compiled;
   }
 
-  private compile(query: string, operationName: string | undefined): CompiledQuery | null {
+  /** The compiled operation, or null when Apollo must answer it: not a check, invalid, past the check cap, or heavier than `room`. */
+  private compile(query: string, operationName: string | undefined, room: number): CompiledCheck | null {
     let document: DocumentNode;
     try {
       document = parse(query, this.options.parseOptions);
@@ -136,9 +183,22 @@ export class CheckOperations {
     if (operation?.operation !== OperationTypeNode.QUERY || !operation.selectionSet.selections.every(isCheckField) || hasDirectives(document)) {
       return null;
     }
+    // Past the cap with what is written in it (literal lists, variables' defaults): never compiled, Apollo refuses it.
+    if (operationChecks(operation, NO_FRAGMENTS, undefined) > MAX_BATCH) return null;
+    // Valid, so within MAX_QUERY_FIELDS: counting its fields again is exact, and as cheap as validating.
+    const bytes = COMPILED_BYTES + COMPILED_BYTES_PER_FIELD * new QueryMeasure(document, Infinity, Infinity).operation(operation).fields;
+    // What the cache could not keep would be compiled again for every request: Apollo answers it instead.
+    if (bytes > room) return null;
     const compiled = compileQuery(this.options.schema, document, operationName);
-    return isCompiledQuery(compiled) ? compiled : null;
+    return isCompiledQuery(compiled) ? { query: compiled, operation, bytes } : null;
   }
+}
+
+/** The estimated heap a query text's entry holds: the text, the entry, and its compiled operations. */
+function documentBytes(query: string, operations: Operations): number {
+  let bytes = ENTRY_BYTES + TEXT_BYTES_PER_CHARACTER * query.length;
+  for (const compiled of operations.values()) bytes += compiled?.bytes ?? 0;
+  return bytes;
 }
 
 function isCheckField(selection: SelectionNode): boolean {

@@ -9,6 +9,7 @@ import type { ApiKeyService } from "../engine/api-key-service.js";
 import type { Limiter } from "../engine/limiter.js";
 import type { MutationLimiter } from "../engine/mutation-limiter.js";
 import type { RuleService } from "../engine/rule-service.js";
+import { MAX_BATCH } from "./operation-checks.js";
 
 export interface Services {
   rules: RuleService;
@@ -32,8 +33,14 @@ export interface ApiContext {
   check(requests: readonly CheckRequest[]): Promise<Decision[]>;
 }
 
-/** Never cached (every check counts) and never split: the operation's checks stay one batch, authorized together. The same object for every request. */
-const CHECK_LOADER_OPTIONS = { cache: false } as const;
+/**
+ * Never cached (every check counts) and never split: the operation's checks
+ * stay one batch, authorized together. An admitted operation makes at most
+ * MAX_BATCH checks (operation-checks.ts), so maxBatchSize splits none; it
+ * bounds what one call of the limiter is ever handed all the same. The same
+ * object for every request.
+ */
+const CHECK_LOADER_OPTIONS = { cache: false, maxBatchSize: MAX_BATCH } as const;
 
 export function createContext(services: Services, principal: Principal, requestId: string): ApiContext {
   const loader = new DataLoader<CheckRequest, Decision>((requests) => services.limiter.check(principal, requests), CHECK_LOADER_OPTIONS);

@@ -71,6 +71,9 @@ export function isExpected(error: GraphQLError): boolean {
   return toGraphQLError(unwrapResolverError(error)) !== null || publicCode(error.extensions?.code, error) !== null;
 }
 
+/** How errors are shown to callers: formatError, or it without graphql's suggestions (see errorFormatter). */
+export type ErrorFormatter = (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
+
 /** Every error as the caller sees it: domain failures with their codes, anything unexpected masked. */
 export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const mapped = toGraphQLError(unwrapResolverError(error));
@@ -93,9 +96,28 @@ function publicCode(code: unknown, error: unknown): string | null {
   return typeof status === "number" && status >= 400 && status < 500 ? ErrorCode.BAD_REQUEST : null;
 }
 
-/** formatError for errors that do not pass through Apollo (subscriptions over WebSocket). */
-export function formatGraphQLError(error: GraphQLError): GraphQLFormattedError {
-  return formatError(error.toJSON(), error);
+/** graphql's hint at the end of a message: ' Did you mean "tenantId"?', ' Did you mean the enum value "FIXED_WINDOW"?'. */
+const SUGGESTION = / ?Did you mean .+\?$/;
+
+/**
+ * formatError, and with `suggestions` off, also without graphql's "Did you
+ * mean …?" hints, which name the schema's fields, types, arguments and enum
+ * values: with introspection off they would give away what it hides (Apollo's
+ * hideSchemaDetailsFromClientErrors does so for validation only; this covers
+ * the coercion of variables too, and every path: Apollo, the fast path and
+ * graphql-ws). No message of Floodgate's own ends in such a hint.
+ */
+export function errorFormatter({ suggestions }: { suggestions: boolean }): ErrorFormatter {
+  if (suggestions) return formatError;
+  return (formatted, error) => {
+    const shown = formatError(formatted, error);
+    return SUGGESTION.test(shown.message) ? { ...shown, message: shown.message.replace(SUGGESTION, "") } : shown;
+  };
+}
+
+/** An ErrorFormatter applied to an error that does not pass through Apollo (subscriptions over WebSocket). */
+export function formatGraphQLError(error: GraphQLError, format: ErrorFormatter): GraphQLFormattedError {
+  return format(error.toJSON(), error);
 }
 
 /**
@@ -103,10 +125,10 @@ export function formatGraphQLError(error: GraphQLError): GraphQLFormattedError {
  * see check-operations.ts) as Apollo Server sends the errors of one it ran:
  * Apollo first gives every error a code (INTERNAL_SERVER_ERROR when it has
  * none) and takes its `extensions.http` part for the response (a status, the
- * last one given winning, and headers), then formatError decides what the
- * caller sees.
+ * last one given winning, and headers), then formatError (or the formatter
+ * given, the one Apollo has) decides what the caller sees.
  */
-export function formatExecutionErrors(errors: readonly GraphQLError[]): { errors: GraphQLFormattedError[]; http: HttpPart } {
+export function formatExecutionErrors(errors: readonly GraphQLError[], format: ErrorFormatter = formatError): { errors: GraphQLFormattedError[]; http: HttpPart } {
   const http: HttpPart = { status: undefined, headers: [] };
   const formatted = errors.map((error) => {
     const { http: part, ...extensions }: Record<string, unknown> = { ...error.extensions, code: error.extensions?.code ?? ErrorCode.INTERNAL_SERVER_ERROR };
@@ -114,7 +136,7 @@ export function formatExecutionErrors(errors: readonly GraphQLError[]): { errors
       if (part.status) http.status = part.status;
       if (part.headers) http.headers.push(...part.headers);
     }
-    return formatError({ ...error.toJSON(), extensions }, error);
+    return format({ ...error.toJSON(), extensions }, error);
   });
   return { errors: formatted, http };
 }

@@ -38,8 +38,13 @@ function isAdmin(principal: Principal): boolean {
   return principal.role === "ADMIN";
 }
 
+/** Whether the principal's role carries the permission at all (in which tenants, `may` says). */
+export function holds(principal: Principal, permission: Permission): boolean {
+  return GRANTS[principal.role].includes(permission);
+}
+
 export function may(principal: Principal, permission: Permission, tenantId: string): boolean {
-  if (!GRANTS[principal.role].includes(permission)) return false;
+  if (!holds(principal, permission)) return false;
   if (isAdmin(principal) || tenantId === principal.tenantId) return true;
   return tenantId === ALL_TENANTS && permission === "readRules";
 }
@@ -48,7 +53,7 @@ export function may(principal: Principal, permission: Permission, tenantId: stri
 export function authorize(principal: Principal, permission: Permission, tenantId: string): void {
   if (!may(principal, permission, tenantId)) {
     throw new ForbiddenError(
-      GRANTS[principal.role].includes(permission)
+      holds(principal, permission)
         ? `this API key (${principal.role} of tenant ${JSON.stringify(principal.tenantId)}) cannot act on tenant ${JSON.stringify(tenantId)}`
         : `this API key's role ${principal.role} does not allow ${permission}`,
     );

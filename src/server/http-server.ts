@@ -17,16 +17,17 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from "@apollo/server/plugin/disabled";
-import { Kind, parse, type GraphQLSchema } from "graphql";
+import { Kind, parse, type GraphQLSchema, type ParseOptions } from "graphql";
 import type { Registry } from "prom-client";
 import { CheckOperations, type CheckRequestBody, type GraphQLAnswer } from "../api/check-operations.js";
 import { createContext, type ApiContext, type Services } from "../api/context.js";
-import { formatError, toGraphQLError } from "../api/errors.js";
+import { errorFormatter, toGraphQLError } from "../api/errors.js";
 import { mutationLimit } from "../api/mutation-limit.js";
 import { requestLogging } from "../api/request-logging.js";
 import { queryLimits } from "../api/query-limits.js";
 import type { Principal } from "../domain/access.js";
 import type { Logger } from "./logger.js";
+import { registerFastPathGauges } from "./metrics.js";
 import { serveSubscriptions } from "./subscription-server.js";
 
 export interface HttpServerOptions {
@@ -39,6 +40,8 @@ export interface HttpServerOptions {
   maxQueryFields: number;
   /** Check documents kept compiled for the fast path; 0: every request goes through Apollo. */
   fastPathCacheSize: number;
+  /** What those may hold in all, in estimated bytes. */
+  fastPathCacheBytes: number;
   /** MAX_SUBSCRIPTIONS_PER_SOCKET: subscriptions one WebSocket may hold at once. */
   maxSubscriptionsPerSocket: number;
   /** MAX_SOCKETS_PER_KEY: WebSockets one API key may hold open at once on this instance. */
@@ -67,11 +70,11 @@ class BodyTooLarge extends Error {}
  * malformed documents) from answering 500. The substring test keeps this free
  * for everything else.
  */
-function asksForSubscription(body: unknown, url: string | undefined): boolean {
+function asksForSubscription(body: unknown, url: string | undefined, parseOptions: ParseOptions): boolean {
   const query = typeof body === "object" && body !== null ? (body as { query?: unknown }).query : new URLSearchParams(searchOf(url)).get("query");
   if (typeof query !== "string" || !query.includes("subscription")) return false;
   try {
-    return parse(query).definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation === "subscription");
+    return parse(query, parseOptions).definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation === "subscription");
   } catch {
     return false;
   }
@@ -90,9 +93,15 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
   const { schema, services, logger } = options;
   const validationRules = [queryLimits(options.maxQueryDepth, options.maxQueryFields)];
   // A document is refused past this many tokens before it is even parsed whole: a legitimate one is far smaller.
-  const parseOptions = { maxTokens: options.maxQueryFields * 10 };
+  // Every parse takes them: Apollo's, the fast path's, the subscription test's and graphql-ws's.
+  const parseOptions: ParseOptions = { maxTokens: options.maxQueryFields * 10 };
+  // With introspection off, graphql's "Did you mean …?" hints would name what it hides.
+  const formatError = errorFormatter({ suggestions: options.introspection });
   const checks =
-    options.fastPathCacheSize > 0 ? new CheckOperations({ schema, parseOptions, validationRules, capacity: options.fastPathCacheSize, logger }) : null;
+    options.fastPathCacheSize > 0
+      ? new CheckOperations({ schema, parseOptions, validationRules, capacity: options.fastPathCacheSize, maxBytes: options.fastPathCacheBytes, formatError, logger })
+      : null;
+  if (checks !== null) registerFastPathGauges(options.metrics, checks);
   const apollo = new ApolloServer<ApiContext>({
     schema,
     introspection: options.introspection,
@@ -169,15 +178,28 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       if (error instanceof BodyTooLarge) return json(res, 413, graphqlError(`request body is larger than ${options.maxBodyBytes} bytes`, "BAD_REQUEST"));
       return json(res, 400, graphqlError("request body is not valid JSON", "BAD_REQUEST"));
     }
-    if (asksForSubscription(body, req.url)) {
+    // The caller is known before anything reads the document: a request without a valid token costs no
+    // parsing, validation or compilation, and leaves nothing behind. Apollo answers it as it always has
+    // (its CSRF check, then the failed context: 401 UNAUTHENTICATED), and parses nothing before that.
+    let principal: Principal;
+    try {
+      principal = await authenticateWith(services, req.headers.authorization);
+    } catch (error) {
+      return send(res, await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequestOf(req, body), context: () => Promise.reject(error) }));
+    }
+    if (asksForSubscription(body, req.url, parseOptions)) {
       return json(res, 400, graphqlError("subscriptions are served over WebSocket (the graphql-ws protocol) on /graphql, not over HTTP", "BAD_REQUEST"));
     }
-    // Authenticated once, whichever path answers: the fast path hands a request it cannot answer on to Apollo.
-    let caller: Promise<Principal> | undefined;
-    const context = async () => createContext(services, await (caller ??= authenticateWith(services, req.headers.authorization)), requestId);
+    // One context, whichever path answers: the fast path hands on to Apollo only requests of which nothing has run.
+    const context = createContext(services, principal, requestId);
     const check = checkRequestOf(req, body);
     const answer = checks !== null && check !== null ? await checks.run(check, context) : null;
-    const response = answer === null ? await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequestOf(req, body), context }) : fastPathResponse(answer);
+    const response =
+      answer === null ? await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequestOf(req, body), context: async () => context }) : fastPathResponse(answer);
+    return send(res, response);
+  }
+
+  async function send(res: ServerResponse, response: HTTPGraphQLResponse): Promise<void> {
     if (closing) res.shouldKeepAlive = false;
     res.statusCode = response.status ?? 200;
     for (const [name, value] of response.headers) res.setHeader(name, value);
@@ -199,6 +221,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     maxSubscriptionsPerSocket: options.maxSubscriptionsPerSocket,
     maxSocketsPerKey: options.maxSocketsPerKey,
     revalidateMs: options.apiKeyCacheMs,
+    formatError,
     logger,
   });
 

@@ -102,3 +102,24 @@ export class PrometheusTelemetry implements Telemetry {
     this.dropped.inc(count);
   }
 }
+
+/** The checks' fast path (src/api/check-operations.ts) at GET /metrics: the query texts it keeps, and the bytes it estimates they hold. */
+export function registerFastPathGauges(registry: Registry, cache: { readonly size: number; readonly bytes: number }): void {
+  const registers = [registry];
+  new Gauge({
+    name: "floodgate_fast_path_documents",
+    help: "Query texts the checks' fast path keeps (compiled, or known to be Apollo's).",
+    registers,
+    collect() {
+      this.set(cache.size);
+    },
+  });
+  new Gauge({
+    name: "floodgate_fast_path_bytes",
+    help: "Heap those hold, as the fast path estimates it (bounded by FAST_PATH_CACHE_BYTES).",
+    registers,
+    collect() {
+      this.set(cache.bytes);
+    },
+  });
+}

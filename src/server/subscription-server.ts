@@ -38,7 +38,7 @@ import type { SubscribePayload } from "graphql-ws";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import { createContext, type Services } from "../api/context.js";
-import { coded, ErrorCode, formatGraphQLError, tooManySubscriptions } from "../api/errors.js";
+import { coded, ErrorCode, formatGraphQLError, tooManySubscriptions, type ErrorFormatter } from "../api/errors.js";
 import type { Logger } from "./logger.js";
 import { SocketSessions } from "./socket-sessions.js";
 
@@ -56,6 +56,8 @@ export interface SubscriptionServerOptions {
   maxSocketsPerKey: number;
   /** API_KEY_CACHE_MS: how often every open socket's key is looked up again. */
   revalidateMs: number;
+  /** How errors are shown, as over HTTP (without graphql's suggestions when introspection is off). */
+  formatError: ErrorFormatter;
   logger: Logger;
 }
 
@@ -126,14 +128,14 @@ export function serveSubscriptions(server: Server, options: SubscriptionServerOp
         return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue };
       },
       // Errors carry their codes, and unexpected ones are masked, exactly as over HTTP.
-      onError: (_ctx, _id, _payload, errors) => errors.map(formatGraphQLError),
+      onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatGraphQLError(error, options.formatError)),
       onNext: (_ctx, _id, _payload, _args, result) => {
         if (!result.errors) return result;
         // A result without data whose error has no path never reached a resolver: its variables did not fit
         // (Apollo's 400 BAD_USER_INPUT). A resolver's refusal (FORBIDDEN) has the field's path and its own code.
         const unstarted = !("data" in result);
         const errors = result.errors.map((error) => (unstarted && error.path === undefined && !error.extensions.code ? coded(error, ErrorCode.BAD_USER_INPUT) : error));
-        return { ...result, errors: errors.map(formatGraphQLError) };
+        return { ...result, errors: errors.map((error) => formatGraphQLError(error, options.formatError)) };
       },
     },
     sockets,

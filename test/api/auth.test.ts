@@ -6,6 +6,8 @@ import WebSocket from "ws";
 import { ApiKeysDocument, CheckLimitsDocument, CreateApiKeyDocument, CreateRuleDocument, ListRulesDocument, RevokeApiKeyDocument } from "../generated/graphql.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { GraphQLClient } from "../support/graphql-client.js";
+import { fragmentFanOut } from "../support/hostile-documents.js";
+import { openSocket } from "../support/subscriptions.js";
 
 describe("authentication and API keys", () => {
   let t: TestApp;
@@ -95,7 +97,30 @@ describe("authentication and API keys", () => {
     const aliases = Array.from({ length: 21 }, (_, i) => `c${i}: checkLimits(request: { tenantId: "a" }) { allowed remaining }`).join(" ");
     const tooMany = await t.client.raw({ query: `{ ${aliases} }` });
     expect(codeOf(tooMany)).toBe("GRAPHQL_VALIDATION_FAILED");
-    expect(tooMany.errors?.[0]?.message).toBe("the query selects 63 fields in all; at most 60 are allowed (use checkLimitsBatch for many checks)");
+    expect(tooMany.errors?.[0]?.message).toBe("the query selects more than 60 fields in all; at most 60 are allowed (use checkLimitsBatch for many checks)");
+  });
+
+  it("refuses a kilobyte of fragments that expands to 2 × 10^11 fields (12 levels spreading the next 10 times), and stays responsive", async () => {
+    const fanOut = await t.client.raw({ query: fragmentFanOut(12) });
+    expect(fanOut.status).toBe(400);
+    expect(codeOf(fanOut)).toBe("GRAPHQL_VALIDATION_FAILED");
+    expect(fanOut.errors?.[0]?.message).toBe("the query selects more than 60 fields in all; at most 60 are allowed (use checkLimitsBatch for many checks)");
+    expect((await fetch(new URL("/healthz", t.app.url))).status).toBe(200);
+  });
+
+  it("parses no document past 10 tokens per allowed field (600) on any path: a check, a subscription sent over HTTP, one over graphql-ws", async () => {
+    const tooLong = "Syntax Error: Document contains more that 600 tokens. Parsing aborted.";
+    const check = await t.client.raw({ query: `{ checkLimits(request: { tenantId: "a" }) { ${"allowed ".repeat(600)}} }` });
+    expect(check.errors?.map((e) => [e.message, e.extensions?.code])).toEqual([[tooLong, "GRAPHQL_PARSE_FAILED"]]);
+    const subscription = `subscription { ruleChanges { ${"ruleId ".repeat(600)}} }`;
+    const overHttp = await t.client.raw({ query: subscription });
+    expect(overHttp.errors?.map((e) => [e.message, e.extensions?.code])).toEqual([[tooLong, "GRAPHQL_PARSE_FAILED"]]);
+    const socket = openSocket(t.app.url, t.adminToken);
+    const overWebSocket = await socket.subscribe(subscription).ended();
+    await socket.close();
+    expect(overWebSocket).toEqual([
+      { message: tooLong, locations: [{ line: 1, column: 4202 }], extensions: { code: "GRAPHQL_PARSE_FAILED" } },
+    ]);
   });
 });
 

@@ -4,11 +4,13 @@
  * that records its calls) for the one-round-trip promise.
  */
 
-import { execute, type ExecutionResult, type GraphQLSchema } from "graphql";
+import { execute, parse, type ExecutionResult, type GraphQLFormattedError, type GraphQLSchema } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createContext, type Services } from "../../src/api/context.js";
 import { buildApiSchema } from "../../src/api/schema.js";
+import { ValidationError } from "../../src/domain/errors.js";
 import { systemClock } from "../../src/domain/ports.js";
+import { parseCheckRequest } from "../../src/domain/request.js";
 import { BOOTSTRAP, type ApiKeyService } from "../../src/engine/api-key-service.js";
 import { Limiter } from "../../src/engine/limiter.js";
 import type { MutationLimiter } from "../../src/engine/mutation-limiter.js";
@@ -113,6 +115,50 @@ await describeOnEachStorage("checkLimitsBatch over HTTP", (suite) => {
     expect(checkLimitsBatch[990]!.allowed).toBe(false);
   });
 
+  /** The operation-wide cap's refusal: BAD_USER_INPUT naming requests and the cap, no data. */
+  function expectTooManyChecks(response: { data?: unknown; errors?: readonly GraphQLFormattedError[] }, checks: number) {
+    expect(response.data).toBeNull();
+    expectBadUserInput(response.errors, "requests");
+    expect(response.errors?.[0]?.message).toBe(
+      `requests must hold at most 1000 checks in one operation: every checkLimits field and every request of every checkLimitsBatch counts, aliases included (got ${checks})`,
+    );
+    expectNoStackTrace(response);
+  }
+
+  it("refuses 40 aliased batches sharing one 1,000-entry variable (40,000 checks) with BAD_USER_INPUT naming the cap, and consumes nothing", async () => {
+    const tenantId = newTenant();
+    await perUserRule(tenantId, 5);
+    const request = { tenantId, userId: "u1" };
+    const query = `query Many($r: [CheckLimitsInput!]!) { ${Array.from({ length: 40 }, (_, i) => `b${i}: checkLimitsBatch(requests: $r) { allowed }`).join(" ")} }`;
+    expectTooManyChecks(await suite.client.raw({ query, variables: { r: Array.from({ length: 1000 }, () => request) } }), 40_000);
+    expect((await check(suite.client, request)).remaining).toBe(4);
+  });
+
+  it("refuses 1,001 aliased checkLimits (they pass the field limit), and consumes nothing", async () => {
+    const tenantId = newTenant();
+    await perUserRule(tenantId, 5);
+    const query = `{ ${Array.from({ length: 1001 }, (_, i) => `c${i}: checkLimits(request: { tenantId: "${tenantId}", userId: "u1" }) { allowed }`).join(" ")} }`;
+    expectTooManyChecks(await suite.client.raw({ query }), 1001);
+    expect((await check(suite.client, { tenantId, userId: "u1" })).remaining).toBe(4);
+  });
+
+  it("counts a batch's literal list, a default value and single checks together: 1,000 pass, 1,001 are refused", async () => {
+    const tenantId = newTenant();
+    await perUserRule(tenantId, 2000);
+    const request = { tenantId, userId: "u1" };
+    const literal = (n: number) => `[${Array.from({ length: n }, () => `{ tenantId: "${tenantId}", userId: "u1" }`).join(", ")}]`;
+    const query = (single: number) =>
+      `query Mixed($r: [CheckLimitsInput!]! = ${literal(300)}) { a: checkLimitsBatch(requests: ${literal(400)}) { allowed } b: checkLimitsBatch(requests: $r) { allowed } ${Array.from(
+        { length: single },
+        (_, i) => `c${i}: checkLimits(request: { tenantId: "${tenantId}", userId: "u1" }) { allowed }`,
+      ).join(" ")} }`;
+    expectTooManyChecks(await suite.client.raw({ query: query(301) }), 1001);
+    expect((await check(suite.client, request)).remaining).toBe(1999);
+    const admitted = await suite.client.raw<Record<string, unknown>>({ query: query(300) });
+    expect(admitted.errors).toBeUndefined();
+    expect((await check(suite.client, request)).remaining).toBe(1998 - 1000);
+  });
+
   it("applies two aliased checkLimits of one query in order", async () => {
     const tenantId = newTenant();
     await perUserRule(tenantId, 1);
@@ -201,6 +247,31 @@ describe("one round trip per operation (schema executed in-process)", () => {
     const data = await run<CheckLimitsBatchQuery>(CheckLimitsBatchDocument, { requests });
     expect(store.decideSizes).toEqual([1000]);
     expect(data.checkLimitsBatch.every((d) => d.allowed)).toBe(true);
+  });
+
+  it("refuses an operation past 1,000 checks in all before any of them reaches the store", async () => {
+    const tenantId = await tenantWithRule(5000);
+    const requests = Array.from({ length: 600 }, (_, i) => ({ tenantId, userId: `u${i}` }));
+    const result = await execute({
+      schema,
+      document: parse("query Two($r: [CheckLimitsInput!]!) { a: checkLimitsBatch(requests: $r) { allowed } b: checkLimitsBatch(requests: $r) { allowed } }"),
+      variableValues: { r: requests },
+      contextValue: createContext(services, BOOTSTRAP, "test"),
+    });
+    expect(result.data).toBeNull();
+    expect(result.errors?.map((e) => e.message)).toEqual([
+      "requests must hold at most 1000 checks in one operation: every checkLimits field and every request of every checkLimitsBatch counts, aliases included (got 1200)",
+    ]);
+    expect(result.errors?.[0]?.originalError).toBeInstanceOf(ValidationError);
+    expect(store.decideSizes).toEqual([]);
+  });
+
+  it("hands the limiter at most 1,000 checks at a time, however many one context is given", async () => {
+    const tenantId = await tenantWithRule(5000);
+    const context = createContext(services, BOOTSTRAP, "test");
+    const decisions = await context.check(Array.from({ length: 1001 }, (_, i) => parseCheckRequest({ tenantId, userId: `u${i}` })));
+    expect(decisions).toHaveLength(1001);
+    expect(store.decideSizes).toEqual([1000, 1]);
   });
 
   it("does not call the store for checks that no rule applies to", async () => {

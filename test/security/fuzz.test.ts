@@ -9,6 +9,16 @@
  * trace or a file path; afterwards the service is up, no rule changed and no
  * counter moved.
  *
+ * Some requests are built to cost the server far more than they cost to
+ * send, and must each get the answer their generator expects: fragment
+ * fan-outs (up to 12 levels of fragments each spreading the next up to ten
+ * times: 2 × 10^11 fields), refused past MAX_QUERY_FIELDS; aliases that
+ * multiply checks past 1,000 per operation, refused with BAD_USER_INPUT
+ * naming the cap; and many distinct large check documents without a valid
+ * token, answered 401 with nothing compiled for any of them. One such
+ * request blocking the process would stall every other one and the suite's
+ * deadline.
+ *
  * FUZZ_REQUESTS sets how many (default 2000), FUZZ_SEED replays a run (the
  * seed is printed with the breakdown), FUZZ_CONCURRENCY how many are in
  * flight at once (16), and FUZZ_DEBUG=1 also prints the slowest requests.
@@ -18,7 +28,9 @@
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { getIntrospectionQuery, print } from "graphql";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { CheckOperations } from "../../src/api/check-operations.js";
+import { loadSettings } from "../../src/config/settings.js";
 import {
   ApiKeysDocument,
   CheckLimitsBatchDocument,
@@ -39,6 +51,10 @@ import {
 } from "../generated/graphql.js";
 import { realStorageAvailable } from "../api/api-support.js";
 import { startTestApp, type Storage, type TestApp } from "../support/app.js";
+import { fragmentFanOut } from "../support/hostile-documents.js";
+
+/** Every document the checks' fast path tries to compile, by its text. */
+const compilations = vi.spyOn(CheckOperations.prototype as unknown as { compile: (query: string) => unknown }, "compile");
 
 const storage: Storage = (await realStorageAvailable()) ? "real" : "embedded";
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 2000);
@@ -57,6 +73,8 @@ interface FuzzRequest {
   search?: string;
   headers: Record<string, string>;
   body?: string | Uint8Array;
+  /** What the answer must be, for generators that know: its first error's code, or "data". */
+  expected?: string;
 }
 
 const JSON_TYPE = { "content-type": "application/json" };
@@ -434,10 +452,52 @@ const oversizedBody: fc.Arbitrary<FuzzRequest> = fc.integer({ min: (1 << 20) + 1
   body: JSON.stringify({ query: "{ __typename }", variables: { padding: "x".repeat(size) } }),
 }));
 
+const MAX_QUERY_FIELDS = loadSettings({}).maxQueryFields;
+
+/** Fragments spreading fragments: 2 × spreads^(levels - 1) fields once expanded, in about 85 bytes a level. */
+const fanOut: fc.Arbitrary<FuzzRequest> = fc.tuple(fc.integer({ min: 2, max: 12 }), fc.integer({ min: 2, max: 10 })).map(([levels, spreads]) => ({
+  kind: "fragment fan-out",
+  method: "POST",
+  headers: JSON_TYPE,
+  body: JSON.stringify({ query: fragmentFanOut(levels, spreads) }),
+  // Every spread selects the same field: it runs once.
+  expected: 2 * spreads ** (levels - 1) > MAX_QUERY_FIELDS ? "GRAPHQL_VALIDATION_FAILED" : "data",
+}));
+
+/** Past 1,000 checks in one operation within MAX_QUERY_FIELDS: aliased checkLimits, or aliased batches sharing one variable. */
+const aliasMultiplication: fc.Arbitrary<FuzzRequest> = fc
+  .oneof(
+    fc.integer({ min: 1_001, max: 1_200 }).map((count) => ({
+      query: `{ ${Array.from({ length: count }, (_, i) => `c${i}: checkLimits(request: { tenantId: "fz-a", userId: "u${i}", dryRun: true }) { allowed }`).join(" ")} }`,
+    })),
+    fc
+      .integer({ min: 2, max: 40 })
+      .chain((aliases) => fc.tuple(fc.constant(aliases), fc.integer({ min: Math.floor(1_000 / aliases) + 1, max: 1_000 })))
+      .map(([aliases, size]) => ({
+        query: `query Many($r: [CheckLimitsInput!]!) { ${Array.from({ length: aliases }, (_, i) => `b${i}: checkLimitsBatch(requests: $r) { allowed }`).join(" ")} }`,
+        variables: { r: Array.from({ length: size }, (_, i) => ({ tenantId: "fz-a", userId: `u${i}`, dryRun: true })) },
+      })),
+  )
+  .map((body) => ({ kind: "alias multiplication", method: "POST", headers: JSON_TYPE, body: JSON.stringify(body), expected: "BAD_USER_INPUT" }));
+
+/** Distinct check documents of up to 100 KB, without a token or with a wrong one. */
+const withoutToken: fc.Arbitrary<FuzzRequest> = fc
+  .tuple(fc.integer({ min: 1, max: 2_400 }), fc.uuid(), pick(["", "Bearer fg_not-a-key", "Basic YWRtaW46YWRtaW4=", "Bearer"]))
+  .map(([count, tag, authorization]) => ({
+    kind: "no valid token",
+    method: "POST",
+    headers: { ...JSON_TYPE, authorization },
+    body: JSON.stringify({ query: `{ ${Array.from({ length: count }, (_, i) => `c${i}: checkLimits(request: { tenantId: "${tag}" }) { allowed }`).join(" ")} }` }),
+    expected: "UNAUTHENTICATED",
+  }));
+
 const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc
   .tuple(
     fc.oneof(
       { weight: 70, arbitrary: jsonRequest },
+      { weight: 2, arbitrary: fanOut },
+      { weight: 1, arbitrary: aliasMultiplication },
+      { weight: 2, arbitrary: withoutToken },
       { weight: 10, arbitrary: badJsonRequest },
       { weight: 8, arbitrary: otherContentType },
       { weight: 2, arbitrary: binaryBody },
@@ -588,6 +648,20 @@ describe(`fuzzing the HTTP API (${storage} storage)`, () => {
     );
     expect(answers).toHaveLength(REQUESTS);
     expect(problems.slice(0, 5), `${problems.length} unacceptable answers (FUZZ_SEED=${SEED}); the first ones`).toEqual([]);
+  });
+
+  it("meets every costly request as its generator expects: fan-outs refused past MAX_QUERY_FIELDS, check multiplication refused naming the cap, no valid token answered 401 with nothing compiled", () => {
+    const costly = answers.filter(({ request }) => request.expected !== undefined);
+    const unexpected = costly.filter(({ request, answer }) => (JSON.parse(answer.text) as { errors?: { extensions: { code: string } }[] }).errors?.[0]?.extensions.code !== (request.expected === "data" ? undefined : request.expected));
+    expect(unexpected.map(({ request, answer }) => `${request.kind} expected ${request.expected}: HTTP ${answer.status} ${answer.text.slice(0, 200)}`)).toEqual([]);
+    for (const { request, answer } of costly) {
+      if (request.kind === "alias multiplication") expect(answer.text).toContain("at most 1000 checks in one operation");
+      if (request.kind === "no valid token") expect(answer.status).toBe(401);
+    }
+    const compiledTexts = new Set(compilations.mock.calls.map(([query]) => query));
+    const withoutTokenTexts = costly.filter(({ request }) => request.kind === "no valid token").map(({ request }) => (JSON.parse(request.body as string) as { query: string }).query);
+    expect(withoutTokenTexts.length).toBeGreaterThan(0);
+    expect(withoutTokenTexts.filter((query) => compiledTexts.has(query))).toEqual([]);
   });
 
   it("is still up afterwards: GET /healthz answers 200 and a real checkLimits works", async () => {

@@ -189,6 +189,7 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
       maxQueryDepth: MAX_DEPTH,
       maxQueryFields: MAX_FIELDS,
       fastPathCacheSize: fastPath ? 100 : 0,
+      fastPathCacheBytes: 64 << 20,
       maxSubscriptionsPerSocket: 10,
       maxSocketsPerKey: 10,
       apiKeyCacheMs: 60_000,
@@ -315,6 +316,14 @@ describe.each<Storage>(["memory", "unreachable"])("the check fast path answers a
       { headers: CHECKER, body: { query: "{ checkLimits(request: {tenantId: \"acme\"}) { results { rule { id } } } }" } },
       { headers: CHECKER, body: { query: `{ checkLimits(request: {tenantId: "acme"}) { ${Array.from({ length: MAX_FIELDS }, (_, i) => `f${i}: allowed`).join(" ")} } }` } },
       { headers: CHECKER, body: { query: check, variables, operationName: "Other" } },
+      {
+        headers: CHECKER,
+        body: {
+          query: "query Twice($rs: [CheckLimitsInput!]!) { a: checkLimitsBatch(requests: $rs) { allowed } b: checkLimitsBatch(requests: $rs) { allowed } }",
+          variables: { rs: Array.from({ length: 501 }, () => ({ tenantId: "acme", userId: "u-unwelcome" })) },
+        },
+      },
+      { headers: CHECKER, body: { query: `{ ${Array.from({ length: 1001 }, (_, i) => `c${i}: checkLimits(request: {tenantId: "acme"}) { allowed }`).join(" ")} }` } },
       { headers: CHECKER, body: { query: `${check} query Two { checkLimits(request: {tenantId: "acme"}) { allowed } }`, variables } },
       { headers: CHECKER, body: { query: `${check} query Two { checkLimits(request: {tenantId: "acme"}) { allowed } }`, variables, operationName: "Check" } },
       { headers: CHECKER, body: { query: check, variables: "{}" } },

@@ -70,7 +70,7 @@ describe("graphql-ws: refusals with their codes, and bounded subscriptions and s
     for (const [query, , variables] of refusals) answers.push(await ws.subscribe(query, variables).ended());
     expect(answers.map((errors) => errors?.[0]?.extensions?.code)).toEqual(refusals.map(([, code]) => code));
     expect(answers[0]![0]!.message).toBe("only subscriptions run over WebSocket: send queries over HTTP POST /graphql");
-    expect(answers[2]![0]!.message).toBe("the query is 3 levels deep; at most 2 are allowed");
+    expect(answers[2]![0]!.message).toBe("the query is more than 2 levels deep; at most 2 are allowed");
     expect(answers[5]![0]!.message).toMatch(/^Syntax Error: /);
 
     const tenantId = `ws-${randomUUID()}`;

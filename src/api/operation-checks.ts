@@ -1,0 +1,99 @@
+/**
+ * The cap on checks per operation. A checkLimitsBatch holds at most
+ * MAX_BATCH checks, and so does the whole operation: forty aliased batches
+ * sharing one thousand-entry variable would otherwise make 40,000 checks in
+ * one request. Every checkLimits field counts one check and every
+ * checkLimitsBatch field the length of its list (written in the document, or
+ * a variable's), aliases included. The count is taken from the document and
+ * the variables, before any argument is converted or any check read, so an
+ * operation past the cap is refused whole, having counted nothing.
+ */
+
+import { Kind, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode, type ValueNode } from "graphql";
+import type { MiddlewareFn } from "type-graphql";
+import { ValidationError } from "../domain/errors.js";
+import type { ApiContext } from "./context.js";
+
+/** Most checks one operation may make, in one checkLimitsBatch or in all its fields together. */
+export const MAX_BATCH = 1000;
+
+/**
+ * The checks the operation makes with these variables (as sent, or as
+ * coerced: the same count for any that coerce). A field selected twice under
+ * one response key runs once, and a fragment spread twice at the root adds
+ * its fields once, as graphql-js collects them; @skip and @include are not
+ * evaluated, so a skipped field still counts (the count errs high, never low).
+ */
+export function operationChecks(
+  operation: OperationDefinitionNode,
+  fragments: Readonly<Record<string, FragmentDefinitionNode>>,
+  variables: Readonly<Record<string, unknown>> | undefined,
+): number {
+  const keys = new Set<string>();
+  const spread = new Set<string>();
+  let checks = 0;
+  const collect = (set: SelectionSetNode): void => {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) {
+        const key = selection.alias?.value ?? selection.name.value;
+        if (keys.has(key)) continue;
+        keys.add(key);
+        checks += fieldChecks(selection, operation, variables);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        collect(selection.selectionSet);
+      } else if (!spread.has(selection.name.value)) {
+        spread.add(selection.name.value);
+        const fragment = fragments[selection.name.value];
+        if (fragment !== undefined) collect(fragment.selectionSet);
+      }
+    }
+  };
+  collect(operation.selectionSet);
+  return checks;
+}
+
+export function tooManyChecks(checks: number): ValidationError {
+  return new ValidationError(
+    "requests",
+    `must hold at most ${MAX_BATCH} checks in one operation: every checkLimits field and every request of every checkLimitsBatch counts, aliases included (got ${checks})`,
+  );
+}
+
+/** Per request (each has a context of its own): the refusal of its operation, or null when admitted. */
+const refusals = new WeakMap<ApiContext, ValidationError | null>();
+
+/**
+ * Middleware of the check fields: the operation's count is taken once, by
+ * the first of its check fields to run, and an operation past the cap fails
+ * in every one of them before type-graphql converts their arguments
+ * (middleware runs first), so neither those conversions nor any check happen.
+ */
+export const checksPerOperation: MiddlewareFn<ApiContext> = ({ context, info }, next) => {
+  let refusal = refusals.get(context);
+  if (refusal === undefined) {
+    const checks = operationChecks(info.operation, info.fragments, info.variableValues);
+    refusal = checks > MAX_BATCH ? tooManyChecks(checks) : null;
+    refusals.set(context, refusal);
+  }
+  if (refusal !== null) throw refusal;
+  return next();
+};
+
+function fieldChecks(field: FieldNode, operation: OperationDefinitionNode, variables: Readonly<Record<string, unknown>> | undefined): number {
+  if (field.name.value === "checkLimits") return 1;
+  if (field.name.value !== "checkLimitsBatch") return 0;
+  const requests = field.arguments?.find((argument) => argument.name.value === "requests")?.value;
+  if (requests?.kind !== Kind.VARIABLE) return literalLength(requests);
+  const name = requests.name.value;
+  const value = variables !== undefined && Object.hasOwn(variables, name) ? variables[name] : undefined;
+  if (value === undefined) return literalLength(operation.variableDefinitions?.find((definition) => definition.variable.name.value === name)?.defaultValue);
+  if (Array.isArray(value)) return value.length;
+  // A single input where a list is expected is coerced to a list of one.
+  return value === null ? 0 : 1;
+}
+
+/** How many entries a list argument written in the document has (a single value is a list of one). */
+function literalLength(value: ValueNode | undefined): number {
+  if (value === undefined || value.kind === Kind.NULL) return 0;
+  return value.kind === Kind.LIST ? value.values.length : 1;
+}
