@@ -39,7 +39,7 @@ export interface Settings {
   rulesFile: string | null;
   /** Throttle and near-limit events are coalesced per rule, bucket and shadow over this interval. */
   eventIntervalMs: number;
-  /** Buckets coalesced one by one per interval; events of further buckets are gathered per rule. */
+  /** Buckets coalesced one by one per interval; events of further buckets are gathered per tenant and rule. */
   eventMaxKeys: number;
   production: boolean;
   logLevel: string;
