@@ -88,7 +88,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         clock: core.clock,
         cacheMs: settings.apiKeyCacheMs,
       }),
-      mutations: new MutationLimiter(core.counters, core.events, core.clock, settings.adminMutationsPerMinute),
+      mutations: new MutationLimiter(core.counters, core.clock, settings.adminMutationsPerMinute),
       events: core.events,
     };
     const server = await startHttpServer(

@@ -164,7 +164,7 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
     rules: new RuleService(new InMemoryRuleRepository(), book, counters, events, clock, overLimit),
     limiter: new Limiter(book, counters, events, clock, { overLimit }),
     keys: new ApiKeyService(new FixedApiKeys(), { adminToken: ADMIN_TOKEN, clock, cacheMs: 60_000 }),
-    mutations: new MutationLimiter(counters, events, clock, 1_000),
+    mutations: new MutationLimiter(counters, clock, 1_000),
     events,
   };
   const server = await startHttpServer(
