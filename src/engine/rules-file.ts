@@ -129,6 +129,7 @@ export function readRulesFile(text: string): RulesFile {
       return;
     }
     const input: RuleInput = {};
+    let readable = true;
     for (const pair of item.items) {
       const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
       if (!(RULE_FILE_FIELDS as readonly string[]).includes(key)) {
@@ -139,11 +140,35 @@ export function readRulesFile(text: string): RulesFile {
         });
         continue;
       }
-      input[key as keyof RuleSpec] = pair.value === null ? null : (pair.value as Node).toJS(doc);
+      const field = `${prefix}.${key}`;
+      const value = plainValue(pair.value as Node | null, doc);
+      if ("unreadable" in value) {
+        problems.push({ position: at(pair.value as Node), field, message: `${field} cannot be read: ${value.unreadable}` });
+        readable = false;
+      } else {
+        input[key as keyof RuleSpec] = value.value;
+      }
     }
-    file.entries.push({ index, position, input });
+    // An entry missing a value it has would be validated as if it left the field out.
+    if (readable) file.entries.push({ index, position, input });
   });
   return file;
+}
+
+/**
+ * A value as plain data. Expanding its aliases can fail: an alias to an
+ * anchor that is not set, or one that expands too far (the yaml library stops
+ * a "billion laughs" alias bomb by throwing). That is a problem of the file,
+ * to report with its line like any other, not a fault of the service.
+ */
+function plainValue(node: Node | null, doc: Document.Parsed): { value: unknown } | { unreadable: string } {
+  if (node === null) return { value: null };
+  try {
+    return { value: node.toJS(doc) };
+  } catch (error) {
+    if (error instanceof ReferenceError) return { unreadable: error.message };
+    throw error;
+  }
 }
 
 /** The rules as a rules file, sorted by tenant and name, each without the fields that equal their defaults. */
