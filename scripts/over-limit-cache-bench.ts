@@ -13,19 +13,13 @@
  * shared machine.
  */
 
-import { execFile } from "node:child_process";
-import { randomUUID } from "node:crypto";
-import { rm, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import type { BucketOutcome, LimitParams } from "../src/domain/algorithms/index.js";
 import type { BucketRef } from "../src/domain/ports.js";
 import { OverLimitCache } from "../src/engine/over-limit-cache.js";
 import { numberOption } from "./support/number-option.js";
+import { importOldVersion, oldRef } from "./support/old-version.js";
 
-const run = promisify(execFile);
-const OLD_REF = process.argv.includes("--old") ? process.argv[process.argv.indexOf("--old") + 1]! : "main";
+const OLD_REF = oldRef();
 const SIZE = numberOption("size", 100_000);
 const INSERTS = numberOption("inserts", 25_000);
 const ROUNDS = numberOption("rounds", 10);
@@ -60,25 +54,10 @@ function ipKey(n: number): string {
   return `ip:10.${n >>> 16}.${(n >>> 8) & 255}.${n & 255}`;
 }
 
-/** The cache of `ref`, compiled beside the current one so that its relative imports resolve. */
-async function oldCache(ref: string): Promise<{ cache: Cache; remove(): Promise<void> }> {
-  const { stdout } = await run("git", ["show", `${ref}:src/engine/over-limit-cache.ts`], { maxBuffer: 1 << 24 });
-  const path = join(dirname(fileURLToPath(import.meta.url)), "..", "src", "engine", `over-limit-cache.bench-${randomUUID()}.ts`);
-  await writeFile(path, stdout);
-  const remove = () => rm(path, { force: true });
-  try {
-    const module = (await import(path)) as { OverLimitCache: new (size: number) => Cache };
-    return { cache: new module.OverLimitCache(SIZE), remove };
-  } catch (error) {
-    await remove();
-    throw error;
-  }
-}
-
 async function main(): Promise<void> {
-  const old = await oldCache(OLD_REF);
+  const old = await importOldVersion<{ OverLimitCache: new (size: number) => Cache }>(OLD_REF, "src/engine/over-limit-cache.ts");
   try {
-    const attacks = [new Attack(`${OLD_REF}'s`, old.cache), new Attack("this tree's", new OverLimitCache(SIZE))];
+    const attacks = [new Attack(`${OLD_REF}'s`, new old.module.OverLimitCache(SIZE)), new Attack("this tree's", new OverLimitCache(SIZE))];
     for (const attack of attacks) while (attack.cache.size < SIZE) attack.round(INSERTS);
     const rates = attacks.map(() => [] as number[]);
     for (let round = 0; round < ROUNDS; round++) attacks.forEach((attack, i) => rates[i]!.push(attack.round(INSERTS)));

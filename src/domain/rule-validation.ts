@@ -7,7 +7,7 @@
 import { MAX_EXACT } from "./algorithms/index.js";
 import { ValidationError } from "./errors.js";
 import { bool, integer, oneOf, text } from "./validation.js";
-import { compileGlob } from "./glob.js";
+import { validateGlob } from "./glob.js";
 import { httpMethod, LIMITS } from "./request.js";
 import {
   ACTIONS,
@@ -157,7 +157,7 @@ function scope(value: unknown, field: string): RuleSpec["scope"] {
 function resource(value: unknown, field: string): string | null {
   if (value === null || value === undefined) return null;
   if (typeof value !== "string") throw new ValidationError(field, "must be a string");
-  return compileGlob(value, field).source;
+  return validateGlob(value, field).source;
 }
 
 function method(value: unknown, field: string): RuleSpec["method"] {

@@ -14,7 +14,7 @@ import { SettingsError } from "../../src/config/settings.js";
 import { ExportRulesDocument, ImportRulesDocument, ListRulesDocument, RuleHistoryDocument } from "../generated/graphql.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import type { GraphQLClient } from "../support/graphql-client.js";
-import { aliasBomb } from "../support/hostile-yaml.js";
+import { aliasBomb } from "../support/hostile-input.js";
 import { check, createRule, describeOnEachStorage, newTenant, realStorageAvailable } from "./api-support.js";
 
 const realAvailable = await realStorageAvailable();
