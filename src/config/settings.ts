@@ -4,6 +4,7 @@
  */
 
 import { resolve } from "node:path";
+import { DEFAULT_RULE_LIMITS, type RuleLimits } from "../domain/rule-validation.js";
 
 export interface Settings {
   port: number;
@@ -55,6 +56,8 @@ export interface Settings {
   overLimitCacheSize: number;
   /** Check documents kept compiled for the fast path past Apollo; 0 turns the fast path off. */
   fastPathCacheSize: number;
+  /** Rules per tenant (MAX_RULES_PER_TENANT), and the largest import in rules (MAX_IMPORT_RULES) and bytes (MAX_IMPORT_BYTES). */
+  ruleLimits: RuleLimits;
 }
 
 export interface HostPort {
@@ -103,6 +106,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     overLimitCacheSize: integer(env, "OVER_LIMIT_CACHE_SIZE", 100_000, 0, 10_000_000),
     fastPathCacheSize: integer(env, "FAST_PATH_CACHE_SIZE", 1000, 0, 1_000_000),
+    ruleLimits: {
+      maxRulesPerTenant: integer(env, "MAX_RULES_PER_TENANT", DEFAULT_RULE_LIMITS.maxRulesPerTenant, 1, 1_000_000),
+      maxImportRules: integer(env, "MAX_IMPORT_RULES", DEFAULT_RULE_LIMITS.maxImportRules, 1, 1_000_000),
+      maxImportBytes: integer(env, "MAX_IMPORT_BYTES", DEFAULT_RULE_LIMITS.maxImportBytes, 1024, 64 << 20),
+    },
   };
 }
 

@@ -30,6 +30,21 @@ export const RULE_BOUNDS = {
   maxLogLimit: 100_000,
 } as const;
 
+/**
+ * How many rules a tenant may have (tenant "*" too, whose rules every check
+ * meets), and how large one import may be: each rule costs every check of its
+ * tenant a bounded match (see glob.ts), and an import is written in one
+ * transaction. Settings choose them (MAX_RULES_PER_TENANT, MAX_IMPORT_RULES,
+ * MAX_IMPORT_BYTES); these are their defaults.
+ */
+export interface RuleLimits {
+  maxRulesPerTenant: number;
+  maxImportRules: number;
+  maxImportBytes: number;
+}
+
+export const DEFAULT_RULE_LIMITS: RuleLimits = { maxRulesPerTenant: 1000, maxImportRules: 1000, maxImportBytes: 1 << 20 };
+
 /** The fields a change may clear with null. */
 const NULLABLE = new Set<keyof RuleSpec>(["resource", "method", "burst"]);
 

@@ -66,6 +66,8 @@ export interface RuleEntry {
 
 export interface RulesFile {
   entries: RuleEntry[];
+  /** How many entries `rules` holds, the ones that are not mappings included. */
+  size: number;
   /** What is wrong with the file's shape (YAML syntax, unknown fields, an entry that is not a mapping). */
   problems: FileProblem[];
   /** Where the value a field path names stands ("rules[2].scope[1]"); for a missing field, where its nearest enclosing value does. */
@@ -98,7 +100,7 @@ export function readRulesFile(text: string): RulesFile {
     const { line, col } = lines.linePos(error.pos[0]);
     return { position: { line, column: col }, field: null, message: error.message };
   });
-  const file: RulesFile = { entries: [], problems, positionOf };
+  const file: RulesFile = { entries: [], size: 0, problems, positionOf };
   if (problems.length > 0) return file;
 
   const root = doc.contents;
@@ -121,6 +123,7 @@ export function readRulesFile(text: string): RulesFile {
     });
     return file;
   }
+  file.size = rules.items.length;
   rules.items.forEach((item, index) => {
     const prefix = entryPrefix(index);
     const position = at(item as Node) ?? at(rules as Node)!;

@@ -4,6 +4,7 @@ import type { RuleChange } from "../../src/domain/events.js";
 import { compileGlob, MAX_GLOB_FLOATING_SEGMENTS, MAX_GLOB_SEGMENTS, validateGlob, type MatchMeter } from "../../src/domain/glob.js";
 import { LIMITS, type CheckRequest } from "../../src/domain/request.js";
 import type { HttpMethod, Rule } from "../../src/domain/rule.js";
+import { DEFAULT_RULE_LIMITS } from "../../src/domain/rule-validation.js";
 import { compileRule } from "../../src/engine/compiled-rule.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleIndex } from "../../src/engine/rule-index.js";
@@ -491,13 +492,14 @@ describe("RuleIndex matching cost", () => {
     expect(stepsOf(index, { tenantId: "attacker", resource: longPath })).toBe(200 * 511);
   });
 
-  it("holds 1,000 of the costliest accepted globs within 1,000 times the per-rule bound, and costs other tenants nothing", () => {
+  it("holds a tenant at the rule quota, every rule with one of the costliest accepted globs, within the quota times the per-rule bound, and costs other tenants nothing", () => {
+    const quota = DEFAULT_RULE_LIMITS.maxRulesPerTenant;
     for (const source of COSTLIEST_GLOBS) validateGlob(source);
-    const rules = Array.from({ length: 1000 }, (_, i) => makeRule({ tenantId: "attacker", resource: COSTLIEST_GLOBS[i % COSTLIEST_GLOBS.length]! }));
+    const rules = Array.from({ length: quota }, (_, i) => makeRule({ tenantId: "attacker", resource: COSTLIEST_GLOBS[i % COSTLIEST_GLOBS.length]! }));
     const index = indexOf(rules);
     for (const resource of costlyPaths(longestPath)) {
       expect(resource.length).toBe(longestPath);
-      expect(stepsOf(index, { tenantId: "attacker", resource })).toBeLessThanOrEqual(1000 * perRuleBound);
+      expect(stepsOf(index, { tenantId: "attacker", resource })).toBeLessThanOrEqual(quota * perRuleBound);
       expect(stepsOf(index, { tenantId: "victim", resource })).toBe(0);
     }
     expect(perRuleBound).toBe(8_225);

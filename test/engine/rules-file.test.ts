@@ -61,7 +61,7 @@ describe("reading a rules file", () => {
   });
 
   it("accepts `rules: []`", () => {
-    expect(planImport("rules: []\n", [], newId)).toEqual({ rules: [], problems: [] });
+    expect(planImport("rules: []\n", [], newId)).toEqual({ entries: 0, rules: [], problems: [] });
   });
 });
 
