@@ -15,7 +15,7 @@ import { openDatabase, type Database } from "./db/database.js";
 import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
-import { ConflictError } from "./domain/errors.js";
+import { ConflictError, ValidationError } from "./domain/errors.js";
 import { systemClock, type Clock, type CounterStore, type EventBus } from "./domain/ports.js";
 import { ApiKeyService, BOOTSTRAP } from "./engine/api-key-service.js";
 import { CircuitBreaker } from "./engine/circuit-breaker.js";
@@ -103,7 +103,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         events: core.events,
         known: knownKeys,
       }),
-      mutations: new MutationLimiter(core.counters, core.events, core.clock, settings.adminMutationsPerMinute),
+      mutations: new MutationLimiter(core.counters, core.clock, settings.adminMutationsPerMinute),
       events: core.events,
     };
     const server = await startHttpServer(
@@ -186,7 +186,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
 
   const repository = new PrismaRuleRepository(database.prisma);
   const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
-  const rules = new RuleService(repository, book, counters, events, clock, overLimit);
+  const rules = new RuleService(repository, book, counters, events, clock, overLimit, settings.ruleLimits);
   return { database, counters, breaker, events, repository, rules, overLimit, clock };
 }
 
@@ -284,6 +284,8 @@ async function importRulesFile(rules: RuleService, path: string, logger: Logger)
       logger.info({ file: path, ...counts }, "RULES_FILE applied");
       return;
     } catch (error) {
+      // Too large, or past a tenant's rule quota: the file's fault, told in one line like its problems.
+      if (error instanceof ValidationError) throw new SettingsError(`RULES_FILE ${path} cannot be imported, so none of it was applied: ${error.message}`);
       if (!(error instanceof ConflictError) || attempt >= RULES_FILE_ATTEMPTS) throw error;
     }
   }

@@ -4,6 +4,7 @@
  */
 
 import { resolve } from "node:path";
+import { DEFAULT_RULE_LIMITS, type RuleLimits } from "../domain/rule-validation.js";
 
 export interface Settings {
   port: number;
@@ -39,7 +40,7 @@ export interface Settings {
   rulesFile: string | null;
   /** Throttle and near-limit events are coalesced per rule, bucket and shadow over this interval. */
   eventIntervalMs: number;
-  /** Buckets coalesced one by one per interval; events of further buckets are gathered per rule. */
+  /** Buckets coalesced one by one per interval; events of further buckets are gathered per tenant and rule. */
   eventMaxKeys: number;
   production: boolean;
   logLevel: string;
@@ -61,6 +62,8 @@ export interface Settings {
   maxSubscriptionsPerSocket: number;
   /** WebSockets one API key (or ADMIN_TOKEN) may hold open at once on one instance. */
   maxSocketsPerKey: number;
+  /** Rules per tenant (MAX_RULES_PER_TENANT), and the largest import in rules (MAX_IMPORT_RULES) and bytes (MAX_IMPORT_BYTES). */
+  ruleLimits: RuleLimits;
 }
 
 export interface HostPort {
@@ -112,6 +115,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     fastPathCacheBytes: integer(env, "FAST_PATH_CACHE_BYTES", 64 << 20, 1 << 20, 2 ** 40),
     maxSubscriptionsPerSocket: integer(env, "MAX_SUBSCRIPTIONS_PER_SOCKET", 50, 1, 100_000),
     maxSocketsPerKey: integer(env, "MAX_SOCKETS_PER_KEY", 20, 1, 1_000_000),
+    ruleLimits: {
+      maxRulesPerTenant: integer(env, "MAX_RULES_PER_TENANT", DEFAULT_RULE_LIMITS.maxRulesPerTenant, 1, 1_000_000),
+      maxImportRules: integer(env, "MAX_IMPORT_RULES", DEFAULT_RULE_LIMITS.maxImportRules, 1, 1_000_000),
+      maxImportBytes: integer(env, "MAX_IMPORT_BYTES", DEFAULT_RULE_LIMITS.maxImportBytes, 1024, 64 << 20),
+    },
   };
 }
 

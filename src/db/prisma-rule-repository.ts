@@ -4,11 +4,18 @@
  * change and never holds one that did not happen. A database that cannot be
  * reached fails every call with UnavailableError (SERVICE_UNAVAILABLE), and a
  * transaction that fails writes nothing.
+ *
+ * The rule quota is exact across instances: a transaction that creates rules
+ * in a tenant first takes that tenant's advisory lock (held until it commits
+ * or rolls back), then counts the tenant's rules. Creators of one tenant thus
+ * take turns, and under READ COMMITTED the count, read after the lock, sees
+ * every rule the previous holder committed. A check-then-insert without the
+ * lock lets every concurrent creator see the same count and all insert.
  */
 
-import { ConflictError } from "../domain/errors.js";
+import { ConflictError, RuleQuotaError } from "../domain/errors.js";
 import type { RuleChangeKind } from "../domain/events.js";
-import type { RuleRepository, RuleWrite } from "../domain/ports.js";
+import { creationsByTenant, type RuleRepository, type RuleWrite } from "../domain/ports.js";
 import { UNKNOWN_ORIGIN, type ChangeOrigin, type RuleRevision } from "../domain/revision.js";
 import type { HttpMethod, Rule, RuleSpec } from "../domain/rule.js";
 import { Prisma, type PrismaClient, type Rule as RuleRow, type RuleRevision as RevisionRow } from "./generated/client.js";
@@ -18,6 +25,9 @@ type Transaction = Prisma.TransactionClient;
 
 /** A batch of many writes may take longer than Prisma's default 5 s for one interactive transaction. */
 const BATCH_TIMEOUT_MS = 60_000;
+
+/** The first key of the tenants' quota locks (pg_advisory_xact_lock(int, int)), "Flo" in ASCII: apart from any other advisory lock. */
+const QUOTA_LOCKS = 0x466c6f;
 
 export class PrismaRuleRepository implements RuleRepository {
   constructor(
@@ -34,9 +44,12 @@ export class PrismaRuleRepository implements RuleRepository {
     return row === null ? null : toRule(row);
   }
 
-  async create(id: string, spec: RuleSpec, origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<Rule> {
+  async create(id: string, spec: RuleSpec, origin: ChangeOrigin = UNKNOWN_ORIGIN, maxRulesPerTenant = Number.POSITIVE_INFINITY): Promise<Rule> {
     try {
-      return await this.prisma.$transaction((tx) => this.createIn(tx, id, spec, origin, this.now()));
+      return await this.prisma.$transaction(async (tx) => {
+        await withinQuota(tx, new Map([[spec.tenantId, 1]]), maxRulesPerTenant);
+        return this.createIn(tx, id, spec, origin, this.now());
+      });
     } catch (error) {
       throw uniqueNameConflict(error, spec) ?? unavailable(error) ?? error;
     }
@@ -64,11 +77,12 @@ export class PrismaRuleRepository implements RuleRepository {
     }
   }
 
-  async writeAll(writes: readonly RuleWrite[], origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<Rule[]> {
+  async writeAll(writes: readonly RuleWrite[], origin: ChangeOrigin = UNKNOWN_ORIGIN, maxRulesPerTenant = Number.POSITIVE_INFINITY): Promise<Rule[]> {
     const at = this.now();
     try {
       return await this.prisma.$transaction(
         async (tx) => {
+          await withinQuota(tx, creationsByTenant(writes), maxRulesPerTenant);
           const written: Rule[] = [];
           for (const write of writes) {
             const rule =
@@ -109,6 +123,21 @@ export class PrismaRuleRepository implements RuleRepository {
     const rule = toRule(await tx.rule.update({ where: { id, version }, data: { ...spec, version: version + 1, updatedAt: at } }));
     await record(tx, { kind: "UPDATED", version: rule.version, before: toRule(before), after: rule, origin, at });
     return rule;
+  }
+}
+
+/**
+ * Fails with RuleQuotaError unless every tenant stays within `max` rules
+ * with its `creations`; holds each tenant's lock until the transaction ends
+ * (see the header). Tenants are locked in one order, so that two writers of
+ * the same tenants never wait for each other both ways.
+ */
+async function withinQuota(tx: Transaction, creations: ReadonlyMap<string, number>, max: number): Promise<void> {
+  if (max === Number.POSITIVE_INFINITY) return;
+  for (const tenantId of [...creations.keys()].sort()) {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(${QUOTA_LOCKS}::int, hashtext(${tenantId}::text))`;
+    const wouldHave = (await tx.rule.count({ where: { tenantId } })) + creations.get(tenantId)!;
+    if (wouldHave > max) throw new RuleQuotaError(tenantId, wouldHave, max);
   }
 }
 

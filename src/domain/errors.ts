@@ -14,6 +14,23 @@ export class ValidationError extends Error {
   }
 }
 
+/**
+ * A write that would leave a tenant with more rules than it may have
+ * (MAX_RULES_PER_TENANT): nothing of it is written. The rule service turns it
+ * into a ValidationError naming the argument that asked for the rules.
+ */
+export class RuleQuotaError extends Error {
+  constructor(
+    readonly tenantId: string,
+    /** What the tenant would hold after the write. */
+    readonly wouldHave: number,
+    readonly max: number,
+  ) {
+    super(`tenant ${JSON.stringify(tenantId)} would have ${wouldHave} rules, more than the ${max} a tenant may have`);
+    this.name = "RuleQuotaError";
+  }
+}
+
 export class NotFoundError extends Error {
   constructor(what: string, id: string) {
     super(`${what} ${JSON.stringify(id)} does not exist`);

@@ -73,12 +73,25 @@ export interface LocalCounterStore {
 /** One write of a batch that is applied all together or not at all. */
 export type RuleWrite = { kind: "create"; id: string; spec: RuleSpec } | { kind: "update"; id: string; spec: RuleSpec; version: number };
 
-/** Rules and their history. Every write records its revision in the same transaction. */
+/** How many rules the writes create in each tenant (an update never moves a rule to another tenant). */
+export function creationsByTenant(writes: readonly RuleWrite[]): Map<string, number> {
+  const creations = new Map<string, number>();
+  for (const write of writes) if (write.kind === "create") creations.set(write.spec.tenantId, (creations.get(write.spec.tenantId) ?? 0) + 1);
+  return creations;
+}
+
+/**
+ * Rules and their history. Every write records its revision in the same
+ * transaction. Writes that create rules take the most rules a tenant may have
+ * (none given: no limit) and fail with RuleQuotaError, writing nothing, when
+ * a tenant would have more afterwards; the count is exact however many
+ * writers (instances) create rules at once.
+ */
 export interface RuleRepository {
   list(): Promise<Rule[]>;
   get(id: string): Promise<Rule | null>;
   /** Fails with ConflictError when the tenant already has a rule of that name. */
-  create(id: string, spec: RuleSpec, origin?: ChangeOrigin): Promise<Rule>;
+  create(id: string, spec: RuleSpec, origin?: ChangeOrigin, maxRulesPerTenant?: number): Promise<Rule>;
   /** Writes the rule if its version is still `version`; null when it is not (or the rule is gone). */
   update(id: string, spec: RuleSpec, version: number, origin?: ChangeOrigin): Promise<Rule | null>;
   /** Deletes the rule (its history stays); returns it as it was, or null when it did not exist. */
@@ -88,7 +101,7 @@ export interface RuleRepository {
    * when an updated rule is no longer at its version or a created rule's name
    * has been taken meanwhile. Returns the written rules in the writes' order.
    */
-  writeAll(writes: readonly RuleWrite[], origin?: ChangeOrigin): Promise<Rule[]>;
+  writeAll(writes: readonly RuleWrite[], origin?: ChangeOrigin, maxRulesPerTenant?: number): Promise<Rule[]>;
   /** Every revision of the rule, oldest first; empty when the id never existed. */
   history(id: string): Promise<RuleRevision[]>;
   close(): Promise<void>;

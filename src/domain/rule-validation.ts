@@ -7,7 +7,7 @@
 import { MAX_EXACT } from "./algorithms/index.js";
 import { ValidationError } from "./errors.js";
 import { bool, integer, oneOf, text } from "./validation.js";
-import { compileGlob } from "./glob.js";
+import { validateGlob } from "./glob.js";
 import { httpMethod, LIMITS } from "./request.js";
 import {
   ACTIONS,
@@ -29,6 +29,21 @@ export const RULE_BOUNDS = {
   /** One stored entry per admitted unit: beyond this, SLIDING_WINDOW_COUNTER is the right tool. */
   maxLogLimit: 100_000,
 } as const;
+
+/**
+ * How many rules a tenant may have (tenant "*" too, whose rules every check
+ * meets), and how large one import may be: each rule costs every check of its
+ * tenant a bounded match (see glob.ts), and an import is written in one
+ * transaction. Settings choose them (MAX_RULES_PER_TENANT, MAX_IMPORT_RULES,
+ * MAX_IMPORT_BYTES); these are their defaults.
+ */
+export interface RuleLimits {
+  maxRulesPerTenant: number;
+  maxImportRules: number;
+  maxImportBytes: number;
+}
+
+export const DEFAULT_RULE_LIMITS: RuleLimits = { maxRulesPerTenant: 1000, maxImportRules: 1000, maxImportBytes: 1 << 20 };
 
 /** The fields a change may clear with null. */
 const NULLABLE = new Set<keyof RuleSpec>(["resource", "method", "burst"]);
@@ -157,7 +172,7 @@ function scope(value: unknown, field: string): RuleSpec["scope"] {
 function resource(value: unknown, field: string): string | null {
   if (value === null || value === undefined) return null;
   if (typeof value !== "string") throw new ValidationError(field, "must be a string");
-  return compileGlob(value, field).source;
+  return validateGlob(value, field).source;
 }
 
 function method(value: unknown, field: string): RuleSpec["method"] {

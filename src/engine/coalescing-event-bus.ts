@@ -2,7 +2,7 @@
  * Throttle and near-limit events under a flood. A bucket refusing 50,000
  * requests a second must not mean 50,000 messages a second on Redis and on
  * every dashboard, so this bus in front of the real one coalesces them per
- * (rule, bucket key, shadow) and interval:
+ * (tenant, rule, bucket key, shadow) and interval:
  *
  *   - the first event of a bucket goes out at once: a dashboard sees a
  *     throttle as it starts;
@@ -13,10 +13,20 @@
  * Under a flood on one key that is one event per interval, and the counts of
  * the events published add up to exactly the number of events recorded.
  *
+ * The tenant is part of every coalescing key because a rule of tenant "*"
+ * serves every tenant, and an event goes to the subscribers of the tenant
+ * that made the request: its count must be that tenant's alone. (A "*" rule
+ * with an empty scope is one bucket shared by every tenant, and its events
+ * would otherwise add one tenant's denials to another's.)
+ *
  * At most `maxKeys` buckets are tracked at once: events of any further bucket
- * are gathered per (rule, shadow) under the key OTHER_KEYS until an interval
- * frees room. So memory and the event rate stay bounded however many buckets
- * an attack touches, and still no event goes uncounted.
+ * are gathered per (tenant, rule, shadow) under the key OTHER_KEYS until an
+ * interval frees room, in at most `maxKeys` such groups more. So memory and
+ * the event rate stay bounded however many buckets an attack touches, and
+ * still no event goes uncounted. Past both (more than maxKeys such groups in
+ * one interval, which takes a caller checking for thousands of tenants at
+ * once) an event goes out on its own, uncoalesced, rather than be counted
+ * with another tenant's.
  *
  * Rule changes pass straight through, and so do listeners: this bus only
  * shapes what the limiter publishes.
@@ -31,11 +41,12 @@ export const OTHER_KEYS = "(other keys)";
 export interface CoalescingOptions {
   /** How often coalesced counts go out; 0: only when flush() is called (tests). */
   intervalMs: number;
-  /** How many buckets are coalesced one by one before the rest are gathered per rule. */
+  /** How many buckets are coalesced one by one before the rest are gathered per tenant and rule. */
   maxKeys: number;
 }
 
 interface Coalescible {
+  tenantId: string;
   ruleId: string;
   key: string;
   shadow: boolean;
@@ -119,13 +130,18 @@ class Coalescer<E extends Coalescible> {
     private readonly maxKeys: number,
   ) {}
 
-  add(event: E): void {
-    let id = bucketId(event.ruleId, event.key, event.shadow);
+  add(original: E): void {
+    let event = original;
+    let id = coalescingId(event);
     let bucket = this.buckets.get(id);
     if (bucket === undefined && this.buckets.size >= this.maxKeys) {
-      event = { ...event, key: OTHER_KEYS };
-      id = bucketId(event.ruleId, OTHER_KEYS, event.shadow);
+      event = { ...original, key: OTHER_KEYS };
+      id = coalescingId(event);
       bucket = this.buckets.get(id);
+      if (bucket === undefined && this.buckets.size >= 2 * this.maxKeys) {
+        this.publish(original);
+        return;
+      }
     }
     if (bucket === undefined) {
       this.buckets.set(id, { latest: event, unpublished: 0 });
@@ -148,7 +164,7 @@ class Coalescer<E extends Coalescible> {
   }
 }
 
-/** Rule ids and bucket keys hold no control characters, so the parts cannot run into each other. */
-function bucketId(ruleId: string, key: string, shadow: boolean): string {
-  return `${ruleId}\n${key}\n${shadow ? "shadow" : "enforce"}`;
+/** Tenant ids, rule ids and bucket keys hold no control characters, so the parts cannot run into each other. */
+function coalescingId({ tenantId, ruleId, key, shadow }: Coalescible): string {
+  return `${tenantId}\n${ruleId}\n${key}\n${shadow ? "shadow" : "enforce"}`;
 }

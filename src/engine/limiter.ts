@@ -62,7 +62,8 @@ export class Limiter {
   constructor(
     private readonly rules: RuleBook,
     private readonly store: CounterStore,
-    private readonly events: EventBus,
+    /** Null: decisions publish no events (Floodgate's own admin limit, see MutationLimiter). */
+    private readonly events: EventBus | null,
     private readonly clock: Clock,
     private readonly options: LimiterOptions = {},
   ) {}
@@ -192,6 +193,7 @@ export class Limiter {
   }
 
   private publishEvents(request: CheckRequest, decision: Decision): void {
+    if (this.events === null) return;
     const at = decision.decidedAt;
     for (const result of decision.results) {
       if (!result.allowed) this.events.publishThrottle({ ...eventBase(request, result, at), retryAfter: result.retryAfter });

@@ -4,12 +4,17 @@
  * (never stored, never listed) in the same counter store as everything else,
  * so the limit holds across the fleet. If the counter store is down the rule
  * fails open: an outage never locks the operators out.
+ *
+ * Its decisions publish no events. The built-in rule's tenant is a name like
+ * any other, so its throttle events on the public bus would reach every
+ * subscriber of a tenant that happens to bear that name, telling them which
+ * API keys of other tenants hit the admin limit and when.
  */
 
 import { BOOTSTRAP } from "./api-key-service.js";
 import type { Principal } from "../domain/access.js";
 import { RateLimitedError } from "../domain/errors.js";
-import type { Clock, CounterStore, EventBus } from "../domain/ports.js";
+import type { Clock, CounterStore } from "../domain/ports.js";
 import type { Rule } from "../domain/rule.js";
 import { Limiter } from "./limiter.js";
 import { RuleBook } from "./rule-book.js";
@@ -19,10 +24,10 @@ const ADMIN_TENANT = "floodgate";
 export class MutationLimiter {
   private readonly limiter: Limiter;
 
-  constructor(store: CounterStore, events: EventBus, clock: Clock, perMinute: number) {
+  constructor(store: CounterStore, clock: Clock, perMinute: number) {
     const book = new RuleBook();
     book.load([builtInRule(perMinute, new Date(clock.now()))]);
-    this.limiter = new Limiter(book, store, events, clock);
+    this.limiter = new Limiter(book, store, null, clock);
   }
 
   /** Counts `changes` mutations for the caller; throws TOO_MANY_REQUESTS when over its limit (nothing is counted then). */

@@ -29,12 +29,16 @@
  * refusing until the entry's time, which is when the bucket would have
  * conformed anyway had it not been reset.
  *
- * Memory is bounded: at most maxEntries buckets, the oldest entry going first
- * when a new one needs room, and expired entries dropped when met.
+ * Memory is bounded: at most maxEntries buckets, the least recently used
+ * going first when a new one needs room (a bucket still being hammered stays,
+ * one nobody asks about any more goes), and expired entries dropped when met.
+ * Eviction is O(1) however many entries came and went (see LruCache: a Map
+ * evicted through keys().next() slows down as deletions pile up).
  */
 
 import type { BucketOutcome, LimitParams } from "../domain/algorithms/index.js";
 import { bucketId } from "../domain/bucket-key.js";
+import { LruCache } from "../domain/lru-cache.js";
 import type { BucketRef } from "../domain/ports.js";
 
 interface Entry {
@@ -48,9 +52,11 @@ interface Entry {
 }
 
 export class OverLimitCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: LruCache<string, Entry>;
 
-  constructor(private readonly maxEntries: number) {}
+  constructor(maxEntries: number) {
+    this.entries = new LruCache({ maxEntries });
+  }
 
   /**
    * The outcome the store would give for this bucket, if the cache knows it
@@ -80,8 +86,6 @@ export class OverLimitCache {
     const known = this.entries.get(id);
     const untilMs = sentAtMs + outcome.retryAfterMs;
     if (known !== undefined && sameParams(known.params, bucket.params) && known.cost <= cost && known.untilMs >= untilMs) return;
-    this.entries.delete(id);
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(id, { params: bucket.params, cost, untilMs, remaining: outcome.remaining, resetAtMs: outcome.resetAtMs });
   }
 

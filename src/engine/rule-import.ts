@@ -35,6 +35,8 @@ export interface PlannedRule {
 }
 
 export interface ImportPlan {
+  /** How many entries the file's `rules` holds, valid or not. */
+  entries: number;
   rules: PlannedRule[];
   problems: ImportProblem[];
 }
@@ -70,7 +72,7 @@ export function planImport(text: string, stored: readonly Rule[], newId: () => s
     else if (sameSpec(spec, specOf(current))) rules.push({ ...planned, outcome: "unchanged", write: null });
     else rules.push({ ...planned, outcome: "updated", write: { kind: "update", id: current.id, spec, version: current.version } });
   }
-  return { rules, problems };
+  return { entries: file.size, rules, problems };
 }
 
 function lineAndColumn(position: Position | null): { line: number | null; column: number | null } {

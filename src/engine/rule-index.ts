@@ -8,7 +8,7 @@
  * cost nothing.
  */
 
-import { pathSegments } from "../domain/glob.js";
+import { pathSegments, type MatchMeter } from "../domain/glob.js";
 import type { CheckRequest } from "../domain/request.js";
 import { ALL_TENANTS, type HttpMethod } from "../domain/rule.js";
 import type { CompiledRule } from "./compiled-rule.js";
@@ -56,26 +56,32 @@ export class RuleIndex {
     }
   }
 
-  /** The enabled rules whose tenant, method and resource match the request. */
-  match(request: CheckRequest): CompiledRule[] {
+  /**
+   * The enabled rules whose tenant, method and resource match the request.
+   * The globs it tests are the request tenant's and tenant "*"'s, each
+   * bounded in cost (see glob.ts) and in number (the rule quota); `meter`
+   * counts their steps.
+   */
+  match(request: CheckRequest, meter?: MatchMeter): CompiledRule[] {
     const matched: CompiledRule[] = [];
-    const segments = request.resource === null ? [] : pathSegments(request.resource);
+    const segments = request.resource === null ? null : pathSegments(request.resource);
     for (const tenant of [request.tenantId, ALL_TENANTS]) {
       let node = this.tenants.get(tenant);
       let depth = 0;
       while (node) {
-        collectMatching(node.rules, request, matched);
-        if (request.method !== null) collectMatching(node.byMethod.get(request.method), request, matched);
-        node = depth < segments.length ? node.children.get(segments[depth++]!) : undefined;
+        collectMatching(node.rules, segments, matched, meter);
+        if (request.method !== null) collectMatching(node.byMethod.get(request.method), segments, matched, meter);
+        node = segments !== null && depth < segments.length ? node.children.get(segments[depth++]!) : undefined;
       }
     }
     return matched;
   }
 }
 
-function collectMatching(rules: readonly CompiledRule[] | undefined, request: CheckRequest, matched: CompiledRule[]): void {
+/** `segments`: the request's path, split once for all the rules; null when the request names no resource. */
+function collectMatching(rules: readonly CompiledRule[] | undefined, segments: readonly string[] | null, matched: CompiledRule[], meter: MatchMeter | undefined): void {
   for (const compiled of rules ?? []) {
     const { glob } = compiled;
-    if (glob === null || (request.resource !== null && glob.matches(request.resource))) matched.push(compiled);
+    if (glob === null || (segments !== null && glob.matchesSegments(segments, meter))) matched.push(compiled);
   }
 }

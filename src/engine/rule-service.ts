@@ -10,13 +10,21 @@
 
 import { randomUUID } from "node:crypto";
 import { authorize, may, scopeTenant, type Principal } from "../domain/access.js";
-import { ConflictError, NotFoundError, ValidationError } from "../domain/errors.js";
+import { ConflictError, NotFoundError, RuleQuotaError, ValidationError } from "../domain/errors.js";
 import type { RuleChange, RuleChangeKind } from "../domain/events.js";
-import type { Clock, CounterStore, EventBus, RuleRepository } from "../domain/ports.js";
+import { creationsByTenant, type Clock, type CounterStore, type EventBus, type RuleRepository } from "../domain/ports.js";
 import { hasControlCharacters } from "../domain/request.js";
 import type { ChangeOrigin, RuleRevision } from "../domain/revision.js";
 import type { Action, Rule, RuleSpec } from "../domain/rule.js";
-import { sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../domain/rule-validation.js";
+import {
+  DEFAULT_RULE_LIMITS,
+  sameSpec,
+  specOf,
+  validateNewRule,
+  validateRuleChange,
+  type RuleInput,
+  type RuleLimits,
+} from "../domain/rule-validation.js";
 import type { OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
 import { planImport, type ImportProblem } from "./rule-import.js";
@@ -56,6 +64,7 @@ export class RuleService {
     private readonly clock: Clock,
     /** The limiter's: a bucket reset through any instance is no longer refused from it. */
     overLimit?: OverLimitCache,
+    private readonly limits: RuleLimits = DEFAULT_RULE_LIMITS,
   ) {
     if (overLimit) events.onBucketReset((reset) => overLimit.forget(reset.ruleId, reset.key));
   }
@@ -73,7 +82,9 @@ export class RuleService {
     if (typeof input.tenantId === "string") authorize(principal, "writeRules", input.tenantId);
     const spec = validateNewRule(input);
     authorize(principal, "writeRules", spec.tenantId);
-    const rule = await this.repository.create(randomUUID(), spec, { actor: principal.keyId, note: null });
+    const rule = await this.repository
+      .create(randomUUID(), spec, { actor: principal.keyId, note: null }, this.limits.maxRulesPerTenant)
+      .catch(quotaAsInput("input.tenantId"));
     await this.publish("CREATED", rule);
     return rule;
   }
@@ -120,15 +131,36 @@ export class RuleService {
   /**
    * Validates a whole rules file, then writes all of its changes in one
    * transaction, or none when anything is wrong. The caller must be allowed
-   * to change every tenant the file names, or nothing is written.
+   * to change every tenant the file names, or nothing is written. A file
+   * larger than an import may be, or one that would take a tenant past its
+   * rule quota, is refused whole (BAD_USER_INPUT on `yaml`), in a dry run too.
    */
   async importRules(principal: Principal, text: string, options: { dryRun: boolean }): Promise<ImportReport> {
     authorize(principal, "writeRules", principal.tenantId);
-    const plan = planImport(text, await this.repository.list(), randomUUID);
+    const { maxImportBytes, maxImportRules, maxRulesPerTenant } = this.limits;
+    const bytes = Buffer.byteLength(text, "utf8");
+    if (bytes > maxImportBytes) {
+      throw new ValidationError("yaml", `is ${bytes} bytes, more than the ${maxImportBytes} an import may have (MAX_IMPORT_BYTES); split the file`);
+    }
+    const before = await this.repository.list();
+    const plan = planImport(text, before, randomUUID);
+    if (plan.entries > maxImportRules) {
+      throw new ValidationError("yaml", `holds ${plan.entries} rules, more than the ${maxImportRules} an import may have (MAX_IMPORT_RULES); split the file`);
+    }
     for (const { tenantId } of plan.rules) authorize(principal, "writeRules", tenantId);
     const writes = plan.rules.flatMap((planned) => (planned.write === null ? [] : [planned.write]));
+    if (plan.problems.length === 0) {
+      // What the tenants would have, as last read: a dry run says so too. The repository counts again, exactly, as it writes.
+      for (const [tenantId, created] of creationsByTenant(writes)) {
+        const wouldHave = before.filter((rule) => rule.tenantId === tenantId).length + created;
+        if (wouldHave > maxRulesPerTenant) throw tooManyRules("yaml", new RuleQuotaError(tenantId, wouldHave, maxRulesPerTenant));
+      }
+    }
     const applied = plan.problems.length === 0 && !options.dryRun;
-    const written = applied && writes.length > 0 ? await this.repository.writeAll(writes, { actor: principal.keyId, note: IMPORT_NOTE }) : [];
+    const written =
+      applied && writes.length > 0
+        ? await this.repository.writeAll(writes, { actor: principal.keyId, note: IMPORT_NOTE }, maxRulesPerTenant).catch(quotaAsInput("yaml"))
+        : [];
     for (const [i, rule] of written.entries()) await this.publish(writes[i]!.kind === "create" ? "CREATED" : "UPDATED", rule);
     const stored = new Map(written.map((rule) => [rule.id, rule]));
     const report: ImportReport = { dryRun: options.dryRun, applied, created: [], updated: [], unchanged: [], invalid: plan.problems };
@@ -206,6 +238,17 @@ export class RuleService {
     };
     await this.events.publishRuleChange(change);
   }
+}
+
+/** Rethrows a RuleQuotaError as the caller's mistake in `field` (BAD_USER_INPUT), anything else as it is. */
+function quotaAsInput(field: string): (error: unknown) => never {
+  return (error) => {
+    throw error instanceof RuleQuotaError ? tooManyRules(field, error) : error;
+  };
+}
+
+function tooManyRules(field: string, { tenantId, wouldHave, max }: RuleQuotaError): ValidationError {
+  return new ValidationError(field, `would take tenant ${JSON.stringify(tenantId)} to ${wouldHave} rules, more than the ${max} a tenant may have (MAX_RULES_PER_TENANT)`);
 }
 
 function staleVersion(id: string, expected: number, actual: number): ConflictError {

@@ -66,6 +66,8 @@ export interface RuleEntry {
 
 export interface RulesFile {
   entries: RuleEntry[];
+  /** How many entries `rules` holds, the ones that are not mappings included. */
+  size: number;
   /** What is wrong with the file's shape (YAML syntax, unknown fields, an entry that is not a mapping). */
   problems: FileProblem[];
   /** Where the value a field path names stands ("rules[2].scope[1]"); for a missing field, where its nearest enclosing value does. */
@@ -98,7 +100,7 @@ export function readRulesFile(text: string): RulesFile {
     const { line, col } = lines.linePos(error.pos[0]);
     return { position: { line, column: col }, field: null, message: error.message };
   });
-  const file: RulesFile = { entries: [], problems, positionOf };
+  const file: RulesFile = { entries: [], size: 0, problems, positionOf };
   if (problems.length > 0) return file;
 
   const root = doc.contents;
@@ -121,6 +123,7 @@ export function readRulesFile(text: string): RulesFile {
     });
     return file;
   }
+  file.size = rules.items.length;
   rules.items.forEach((item, index) => {
     const prefix = entryPrefix(index);
     const position = at(item as Node) ?? at(rules as Node)!;
@@ -129,6 +132,7 @@ export function readRulesFile(text: string): RulesFile {
       return;
     }
     const input: RuleInput = {};
+    let readable = true;
     for (const pair of item.items) {
       const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
       if (!(RULE_FILE_FIELDS as readonly string[]).includes(key)) {
@@ -139,11 +143,35 @@ export function readRulesFile(text: string): RulesFile {
         });
         continue;
       }
-      input[key as keyof RuleSpec] = pair.value === null ? null : (pair.value as Node).toJS(doc);
+      const field = `${prefix}.${key}`;
+      const value = plainValue(pair.value as Node | null, doc);
+      if ("unreadable" in value) {
+        problems.push({ position: at(pair.value as Node), field, message: `${field} cannot be read: ${value.unreadable}` });
+        readable = false;
+      } else {
+        input[key as keyof RuleSpec] = value.value;
+      }
     }
-    file.entries.push({ index, position, input });
+    // An entry missing a value it has would be validated as if it left the field out.
+    if (readable) file.entries.push({ index, position, input });
   });
   return file;
+}
+
+/**
+ * A value as plain data. Expanding its aliases can fail: an alias to an
+ * anchor that is not set, or one that expands too far (the yaml library stops
+ * a "billion laughs" alias bomb by throwing). That is a problem of the file,
+ * to report with its line like any other, not a fault of the service.
+ */
+function plainValue(node: Node | null, doc: Document.Parsed): { value: unknown } | { unreadable: string } {
+  if (node === null) return { value: null };
+  try {
+    return { value: node.toJS(doc) };
+  } catch (error) {
+    if (error instanceof ReferenceError) return { unreadable: error.message };
+    throw error;
+  }
 }
 
 /** The rules as a rules file, sorted by tenant and name, each without the fields that equal their defaults. */

@@ -3,11 +3,19 @@
 import { createClient } from "graphql-ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { ApiKeysDocument, CheckLimitsDocument, CreateApiKeyDocument, CreateRuleDocument, ListRulesDocument, RevokeApiKeyDocument } from "../generated/graphql.js";
+import {
+  ApiKeysDocument,
+  CheckLimitsDocument,
+  CreateApiKeyDocument,
+  CreateRuleDocument,
+  ListRulesDocument,
+  RevokeApiKeyDocument,
+  ThrottleEventsDocument,
+} from "../generated/graphql.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { GraphQLClient } from "../support/graphql-client.js";
 import { fragmentFanOut } from "../support/hostile-documents.js";
-import { openSocket } from "../support/subscriptions.js";
+import { openSocket, subscribe } from "../support/subscriptions.js";
 
 describe("authentication and API keys", () => {
   let t: TestApp;
@@ -142,5 +150,43 @@ describe("Floodgate's own limit on admin mutations", () => {
     expect((await t.client.data(ListRulesDocument, { tenantId: "limited" })).rules).toHaveLength(3);
     const check = await t.client.request(CheckLimitsDocument, { request: { tenantId: "limited" } });
     expect(check.errors).toBeUndefined();
+  });
+});
+
+describe("events of Floodgate's own admin limit", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp("embedded", { ADMIN_MUTATIONS_PER_MINUTE: "5", EVENT_INTERVAL_MS: "10" });
+  });
+  afterAll(() => t.stop());
+
+  it('reach no subscriber: a VIEWER of a tenant named "floodgate" sees nothing of another key hitting the admin limit', async () => {
+    const key = async (tenantId: string, role: "VIEWER" | "TENANT_ADMIN") =>
+      (await t.client.data(CreateApiKeyDocument, { input: { tenantId, role, name: `${role} of ${tenantId}` } })).createApiKey.secret;
+    const viewer = await key("floodgate", "VIEWER");
+    const otherAdmin = new GraphQLClient(t.app.url, await key("acme", "TENANT_ADMIN"));
+    const own = (await t.client.data(CreateRuleDocument, { input: { tenantId: "floodgate", name: "own", scope: ["USER"], limit: 1, window: 60 } })).createRule;
+    const deny = async (userId: string) => {
+      for (let i = 0; i < 2; i++) await t.client.data(CheckLimitsDocument, { request: { tenantId: "floodgate", userId } });
+    };
+
+    const events = subscribe(t.app.url, ThrottleEventsDocument, {}, viewer);
+    try {
+      await events.ready(
+        (attempt) => deny(`probe-${attempt}`),
+        (e) => e.throttleEvents.key.startsWith("user:probe-"),
+      );
+      const codes = [];
+      for (let i = 0; i < 6; i++) {
+        const response = await otherAdmin.request(CreateRuleDocument, { input: { tenantId: "acme", name: `r${i}`, limit: 1, window: 1 } });
+        codes.push(response.errors?.[0]?.extensions?.code ?? "ok");
+      }
+      expect(codes).toEqual(["ok", "ok", "ok", "ok", "ok", "TOO_MANY_REQUESTS"]);
+      await deny("after");
+      const seen = await events.until((received) => received.some((e) => e.throttleEvents.key === "user:after"));
+      expect(seen.map((e) => [e.throttleEvents.tenantId, e.throttleEvents.ruleId])).toEqual(seen.map(() => ["floodgate", own.id]));
+    } finally {
+      await events.close();
+    }
   });
 });

@@ -10,9 +10,11 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runRulesCommand } from "../../src/cli/rules-command.js";
+import { SettingsError } from "../../src/config/settings.js";
 import { ExportRulesDocument, ImportRulesDocument, ListRulesDocument, RuleHistoryDocument } from "../generated/graphql.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import type { GraphQLClient } from "../support/graphql-client.js";
+import { aliasBomb } from "../support/hostile-input.js";
 import { check, createRule, describeOnEachStorage, newTenant, realStorageAvailable } from "./api-support.js";
 
 const realAvailable = await realStorageAvailable();
@@ -125,6 +127,20 @@ await describeOnEachStorage("importRules and exportRules over HTTP", (suite) => 
     expect(await rulesOf(suite.client, tenantId)).toEqual([]);
   });
 
+  it("reports a YAML alias bomb like any other problem of the file, with its line and column, and applies nothing", async () => {
+    const tenantId = newTenant();
+    const response = await suite.client.request(ImportRulesDocument, { yaml: aliasBomb(tenantId) });
+    expect(response.errors).toBeUndefined();
+    expect(response.data!.importRules.applied).toBe(false);
+    expect(response.data!.importRules.invalid).toContainEqual({
+      line: 7,
+      column: 12,
+      field: "rules[0].scope",
+      message: "rules[0].scope cannot be read: Excessive alias count indicates a resource exhaustion attack",
+    });
+    expect(await rulesOf(suite.client, tenantId)).toEqual([]);
+  });
+
   it("re-imports an export as unchanged: same rules, same versions, and the same export again", async () => {
     const tenantId = newTenant();
     await importRules(suite.client, validFile(tenantId));
@@ -212,6 +228,18 @@ describe("the rules file given on start (RULES_FILE)", () => {
         `  ${file}:10:12: rules[1].limit must be at least 1 (got 0)\n` +
         `  ${file}:14:11: rules[2].name must not be empty\n` +
         `  ${file}:20:13: rules[3].method must be one of GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH (got "FETCH")`,
+    );
+  });
+
+  it("stops the start on a YAML alias bomb with the problem as file:line:column, not a stack", async () => {
+    const file = join(dir, "bomb.yaml");
+    await writeFile(file, aliasBomb(newTenant()));
+    const start = startTestApp(storage, { RULES_FILE: file });
+    await expect(start).rejects.toBeInstanceOf(SettingsError);
+    await expect(start).rejects.toThrow(
+      `RULES_FILE ${file} is invalid, so none of it was applied:\n` +
+        `  ${file}:1:1: laughs is not a field of a rules file: it holds only \`rules:\`\n` +
+        `  ${file}:7:12: rules[0].scope cannot be read: Excessive alias count indicates a resource exhaustion attack`,
     );
   });
 });

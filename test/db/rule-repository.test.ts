@@ -4,9 +4,11 @@
  * own. The repository's clock is pinned, so timestamps are asserted exactly.
  */
 
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { DatabaseTarget } from "../../src/db/database.js";
-import { ConflictError } from "../../src/domain/errors.js";
+import { openDatabase, type Database } from "../../src/db/database.js";
+import { PrismaRuleRepository } from "../../src/db/prisma-rule-repository.js";
+import { ConflictError, RuleQuotaError } from "../../src/domain/errors.js";
 import { DIMENSIONS, type Dimension, type RuleSpec } from "../../src/domain/rule.js";
 import { freshPostgresDatabases, repositoryOnManualClock } from "../support/databases.js";
 import { makeNonDefaultRuleSpec } from "../support/domain-factory.js";
@@ -186,11 +188,80 @@ function ruleRepositoryCases(target: () => Promise<DatabaseTarget>): void {
       expect(await subject.repo.get("r1")).toMatchObject({ resource: null, method: null, burst: null });
     });
   });
+
+  describe("the rule quota", () => {
+    const named = (tenantId: string, name: string) => spec({ tenantId, name });
+
+    it("create refuses the rule that would take a tenant past it, with RuleQuotaError, and writes nothing", async () => {
+      await subject.repo.create("r1", named("acme", "a"), undefined, 2);
+      await subject.repo.create("r2", named("acme", "b"), undefined, 2);
+      const error = await subject.repo.create("r3", named("acme", "c"), undefined, 2).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RuleQuotaError);
+      expect(error).toMatchObject({ tenantId: "acme", wouldHave: 3, max: 2 });
+      expect(await subject.repo.get("r3")).toBeNull();
+      expect(await subject.repo.history("r3")).toEqual([]);
+      expect((await subject.repo.create("r4", named("globex", "c"), undefined, 2)).id).toBe("r4");
+    });
+
+    it('counts tenant "*" apart, as a tenant of its own', async () => {
+      await subject.repo.create("r1", named("*", "a"), undefined, 1);
+      await expect(subject.repo.create("r2", named("*", "b"), undefined, 1)).rejects.toBeInstanceOf(RuleQuotaError);
+      expect((await subject.repo.create("r3", named("acme", "a"), undefined, 1)).id).toBe("r3");
+    });
+
+    it("writeAll counts what each tenant would have after all its writes, updates counting nothing, and writes none past it", async () => {
+      await subject.repo.create("r1", named("acme", "a"), undefined, 3);
+      const writes = [
+        { kind: "update" as const, id: "r1", spec: named("acme", "a2"), version: 1 },
+        { kind: "create" as const, id: "r2", spec: named("acme", "b") },
+        { kind: "create" as const, id: "r3", spec: named("acme", "c") },
+        { kind: "create" as const, id: "r4", spec: named("globex", "a") },
+      ];
+      expect(await subject.repo.writeAll(writes, undefined, 3)).toHaveLength(4);
+      const more = [
+        { kind: "create" as const, id: "r5", spec: named("globex", "b") },
+        { kind: "create" as const, id: "r6", spec: named("acme", "d") },
+      ];
+      const error = await subject.repo.writeAll(more, undefined, 3).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: "RuleQuotaError", tenantId: "acme", wouldHave: 4, max: 3 });
+      expect(await subject.repo.get("r5")).toBeNull();
+      expect((await subject.repo.list()).map((r) => r.id).sort()).toEqual(["r1", "r2", "r3", "r4"]);
+    });
+  });
 }
 
 describe.runIf(await postgresAvailable())("PrismaRuleRepository on Postgres", () => {
   const freshDatabase = freshPostgresDatabases();
   ruleRepositoryCases(async () => ({ kind: "postgres", url: await freshDatabase() }));
+});
+
+/**
+ * Two instances, each with its own connections, creating rules in one tenant
+ * at once: without the tenant's lock every creator would count the same rules
+ * and insert, and the tenant would end far past its quota.
+ */
+describe.runIf(await postgresAvailable())("the rule quota with concurrent creators on Postgres", () => {
+  const freshDatabase = freshPostgresDatabases();
+  let instances: Database[] = [];
+
+  afterEach(async () => {
+    for (const database of instances.splice(0)) await database.close();
+  });
+
+  it("is never exceeded: of 40 creations racing from two instances past a quota of 25, exactly the room left succeeds", async () => {
+    const url = await freshDatabase();
+    instances = [await openDatabase({ kind: "postgres", url }), await openDatabase({ kind: "postgres", url })];
+    await instances[0]!.migrate();
+    const [a, b] = instances.map((database) => new PrismaRuleRepository(database.prisma)) as [PrismaRuleRepository, PrismaRuleRepository];
+    for (let i = 0; i < 5; i++) await a.create(`seed-${i}`, spec({ tenantId: "acme", name: `seed ${i}` }));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).create(`r${i}`, spec({ tenantId: "acme", name: `rule ${i}` }), undefined, 25)),
+    );
+    const refused = outcomes.filter((o) => o.status === "rejected");
+    expect(refused.every((o) => (o as PromiseRejectedResult).reason instanceof RuleQuotaError)).toBe(true);
+    expect(outcomes.length - refused.length).toBe(20);
+    expect((await b.list()).filter((rule) => rule.tenantId === "acme")).toHaveLength(25);
+  });
 });
 
 describe("PrismaRuleRepository on in-memory PGlite", () => {

@@ -1,7 +1,18 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/domain/errors.js";
-import { compileGlob, MAX_GLOB_LENGTH, MAX_GLOB_SEGMENTS } from "../../src/domain/glob.js";
+import {
+  compileGlob,
+  MAX_GLOB_FLOATING_SEGMENTS,
+  MAX_GLOB_INFIX_LENGTH,
+  MAX_GLOB_LENGTH,
+  MAX_GLOB_SEGMENTS,
+  pathSegments,
+  validateGlob,
+  type MatchMeter,
+} from "../../src/domain/glob.js";
+import { LIMITS } from "../../src/domain/request.js";
+import { costlyPaths } from "../support/hostile-input.js";
 import { validationErrorOf } from "../support/validation-error.js";
 
 function rejection(source: string, field?: string): ValidationError {
@@ -234,6 +245,100 @@ describe("compileGlob against a regular-expression reference", () => {
       { numRuns: 5000 },
     );
   });
+
+  // Infixes around the 32 characters the shift-and search holds, "?" among them, and characters past ASCII.
+  const infix = fc.string({ unit: fc.constantFrom("a", "b", "?", "é"), minLength: 1, maxLength: 40 });
+  const longSegment = fc.array(infix, { minLength: 1, maxLength: 3 }).map((infixes) => `*${infixes.join("*")}*`);
+  const longPathSegment = fc.string({ unit: fc.constantFrom("a", "b", "é"), minLength: 1, maxLength: 120 });
+
+  it("agrees with the reference on long infixes, up to and past 32 characters", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(longSegment, patternSegment), { minLength: 1, maxLength: 3 }).map((parts) => "/" + parts.join("/")),
+        fc.array(longPathSegment, { minLength: 1, maxLength: 3 }).map((parts) => "/" + parts.join("/")),
+        (source, target) => {
+          expect(compileGlob(source).matches(target)).toBe(referenceRegExp(source).test(target));
+        },
+      ),
+      { numRuns: 5000 },
+    );
+  });
+
+  it("agrees with the reference where an infix does occur, past 32 characters and with ?", () => {
+    fc.assert(
+      fc.property(infix, longPathSegment, longPathSegment, (run, before, after) => {
+        const occurring = run.replace(/\?/g, "b");
+        for (const target of [`/${before}${occurring}${after}`, `/${before}${occurring.slice(1)}${after}`]) {
+          expect(compileGlob(`/*${run}*`).matches(target)).toBe(referenceRegExp(`/*${run}*`).test(target));
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+/**
+ * The cost of a match, counted in steps (characters read, segment patterns
+ * tried): for a glob that validateGlob accepts, at most 1 + G + T + F x (S + T)
+ * for G glob segments, F of them between its first and last "**", against a
+ * path of T characters in S segments (see glob.ts).
+ */
+describe("the cost of matching", () => {
+  function stepsOf(source: string, path: string): number {
+    const meter: MatchMeter = { steps: 0 };
+    compileGlob(source).matches(path, meter);
+    return meter.steps;
+  }
+
+  function bound(source: string, path: string): number {
+    const glob = validateGlob(source);
+    const segments = glob.source.split("/").filter((part) => part !== "").length;
+    return 1 + segments + path.length + glob.floatingSegments * (pathSegments(path).length + path.length);
+  }
+
+  const [longPath, manySegments, longSegments] = costlyPaths(LIMITS.resource) as [string, string, string];
+
+  it.each([
+    ["a tail of 509 characters that fails at its last one", "/*" + "a".repeat(508) + "b", longPath, 511],
+    ["an infix of 32 characters that never occurs", "/*" + "a".repeat(31) + "b*", longPath, 2 + longPath.length - 1],
+    ["infixes with ? that occur late", "/*?a?a?a?b*?b*", "/" + "a".repeat(2000) + "b" + "a".repeat(40) + "b", null],
+    ["two floating segments failing at the last", "/**/a/b/**", manySegments, null],
+    ["two floating segments of 15 characters", "/**/" + "a".repeat(15) + "/" + "a".repeat(14) + "b/**", longSegments, null],
+    ["floating wildcard segments", "/**/*a*/*b*/**", longSegments, null],
+    ["consecutive ** and a tail", "/**/**/**/**/x", manySegments, null],
+  ] as const)("is within the bound for %s", (_what, source, path, exactly) => {
+    const steps = stepsOf(source, path);
+    expect(steps).toBeGreaterThan(0);
+    expect(steps).toBeLessThanOrEqual(bound(source, path));
+    if (exactly !== null) expect(steps).toBe(exactly);
+  });
+
+  it("is within the bound for random globs that validateGlob accepts, against random paths", () => {
+    const segment = fc.oneof(
+      fc.constant("**"),
+      fc.string({ unit: fc.constantFrom("a", "b", "*", "?"), minLength: 1, maxLength: 12 }).filter((s) => !s.includes("**")),
+    );
+    const glob = fc
+      .array(segment, { minLength: 1, maxLength: 10 })
+      .map((parts) => "/" + parts.join("/"))
+      .filter((source) => {
+        try {
+          validateGlob(source);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+    const path = fc
+      .array(fc.string({ unit: fc.constantFrom("a", "b"), minLength: 1, maxLength: 40 }), { minLength: 0, maxLength: 30 })
+      .map((parts) => "/" + parts.join("/"));
+    fc.assert(
+      fc.property(glob, path, (source, target) => {
+        expect(stepsOf(source, target)).toBeLessThanOrEqual(bound(source, target));
+      }),
+      { numRuns: 3000 },
+    );
+  });
 });
 
 describe("compileGlob normalisation", () => {
@@ -268,6 +373,33 @@ describe("compileGlob literalPrefix", () => {
 
   it("keeps the source unchanged", () => {
     expect(compileGlob("/api/v1/*").source).toBe("/api/v1/*");
+  });
+});
+
+describe("validateGlob, for new and changed rules", () => {
+  it(`accepts ${MAX_GLOB_INFIX_LENGTH} characters between two "*" of a segment, and refuses more`, () => {
+    const longest = "/*" + "a".repeat(MAX_GLOB_INFIX_LENGTH) + "*";
+    expect(validateGlob(longest).source).toBe(longest);
+    const error = validationErrorOf(() => validateGlob("/x/*" + "a".repeat(MAX_GLOB_INFIX_LENGTH + 1) + "*.pdf", "input.resource"));
+    expect(error.field).toBe("input.resource");
+    expect(error.message).toBe(`input.resource may have at most 32 characters between two "*" of a segment (got 33)`);
+  });
+
+  it("does not count a segment's head and tail, which are only compared once", () => {
+    expect(validateGlob("/" + "a".repeat(200) + "*" + "b".repeat(200)).longestInfix).toBe(0);
+  });
+
+  it(`accepts ${MAX_GLOB_FLOATING_SEGMENTS} segments between the first and last "**", and refuses more`, () => {
+    expect(validateGlob("/**/a/**/b/**").floatingSegments).toBe(2);
+    expect(validateGlob("/a/b/**/c/**/**/d/e").floatingSegments).toBe(1);
+    expect(validationErrorOf(() => validateGlob("/x/**/a/b/**/c/**/y")).message).toBe(
+      'resource may have at most 2 segments between its first and last "**" (got 3); each is tried against every segment of the path',
+    );
+  });
+
+  it("leaves compileGlob accepting what it refuses, so that rules stored before its limits still load", () => {
+    expect(compileGlob("/**/a/b/**/c/d/e/**").matches("/x/a/b/y/c/d/e")).toBe(true);
+    expect(compileGlob("/*" + "ab".repeat(20) + "*").matches("/x" + "ab".repeat(20) + "y")).toBe(true);
   });
 });
 

@@ -260,6 +260,19 @@ describe("validateNewRule resource", () => {
     expect(rejectNew({ ...valid, resource: "/a".repeat(33) }).message).toBe("input.resource must have at most 32 segments");
   });
 
+  it("propagates the limits on what matching a glob may cost under input.resource", () => {
+    expect(rejectNew({ ...valid, resource: "/*" + "a".repeat(33) + "*" }).message).toBe(
+      'input.resource may have at most 32 characters between two "*" of a segment (got 33)',
+    );
+    expect(rejectNew({ ...valid, resource: "/**/a/b/c/**" }).message).toBe(
+      'input.resource may have at most 2 segments between its first and last "**" (got 3); each is tried against every segment of the path',
+    );
+  });
+
+  it("applies the same limits to a changed resource", () => {
+    expect(validationErrorOf(() => validateRuleChange(existing(), { resource: "/**/a/b/c/**" })).field).toBe("input.resource");
+  });
+
   it("rejects a resource that is not a string", () => {
     expect(rejectNew({ ...valid, resource: ["/a"] }).message).toBe("input.resource must be a string");
   });

@@ -6,6 +6,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
+import type { Rule } from "../../src/domain/rule.js";
 import { systemClock } from "../../src/domain/ports.js";
 import { CoalescingEventBus, OTHER_KEYS } from "../../src/engine/coalescing-event-bus.js";
 import { BOOTSTRAP } from "../../src/engine/api-key-service.js";
@@ -142,6 +143,78 @@ describe("CoalescingEventBus", () => {
     bus.onRuleChange((c) => heard.push(c));
     await bus.publishRuleChange(change);
     expect(heard).toEqual([change]);
+  });
+});
+
+describe('two tenants under one rule of tenant "*", through the limiter', () => {
+  async function denials(scope: Rule["scope"], maxKeys: number, traffic: [tenantId: string, userId: string, checks: number][]) {
+    const inner = new InProcessEventBus();
+    const bus = new CoalescingEventBus(inner, { intervalMs: 0, maxKeys });
+    const seen = collect(inner);
+    const book = new RuleBook();
+    book.load([makeRule({ tenantId: "*", scope, limit: 1, window: 1, windowUnit: "DAYS" })]);
+    const limiter = new Limiter(book, new MemoryCounterStore({ clock: new ManualClock(), sweepIntervalMs: 0 }), bus, systemClock);
+    const denied = new Map<string, number>();
+    for (const [tenantId, userId, checks] of traffic) {
+      for (let i = 0; i < checks; i++) {
+        const [decision] = await limiter.check(BOOTSTRAP, [makeCheckRequest({ tenantId, userId })]);
+        if (!decision!.allowed) denied.set(tenantId, (denied.get(tenantId) ?? 0) + 1);
+      }
+    }
+    await bus.close();
+    return { denied, seen: seen.throttles };
+  }
+
+  const countsOf = (events: readonly ThrottleEvent[], tenantId: string) => total(events.filter((e) => e.tenantId === tenantId));
+
+  it("never adds one tenant's denials to another's event when they share the rule's single bucket", async () => {
+    // P spends the shared bucket, then P is refused 4 times and Q 3 times.
+    const { denied, seen } = await denials([], 10, [
+      ["p", "u1", 5],
+      ["q", "u1", 3],
+    ]);
+    expect(Object.fromEntries(denied)).toEqual({ p: 4, q: 3 });
+    expect(seen.map((e) => [e.tenantId, e.key, e.count])).toEqual([
+      ["p", "*", 1],
+      ["q", "*", 1],
+      ["p", "*", 3],
+      ["q", "*", 2],
+    ]);
+  });
+
+  it("gathers overflowing buckets under OTHER_KEYS per tenant", async () => {
+    // Two buckets are tracked one by one (p's u0, q's u1); every later bucket overflows.
+    const { denied, seen } = await denials(["USER"], 2, [
+      ["p", "u0", 2],
+      ["q", "u1", 2],
+      ["p", "u2", 4],
+      ["q", "u3", 3],
+      ["p", "u4", 2],
+    ]);
+    expect(Object.fromEntries(denied)).toEqual({ p: 1 + 3 + 1, q: 1 + 2 });
+    expect(seen.filter((e) => e.key === OTHER_KEYS).map((e) => [e.tenantId, e.count])).toEqual([
+      ["p", 1],
+      ["q", 1],
+      ["p", 3],
+      ["q", 1],
+    ]);
+    expect(countsOf(seen, "p")).toBe(5);
+    expect(countsOf(seen, "q")).toBe(3);
+  });
+
+  it("beyond maxKeys groups of overflowing buckets, publishes events on their own rather than mix tenants", async () => {
+    const { denied, seen } = await denials(["USER"], 1, [
+      ["p", "u0", 2],
+      ["q", "u1", 2],
+      ["r", "u2", 3],
+    ]);
+    expect(Object.fromEntries(denied)).toEqual({ p: 1, q: 1, r: 2 });
+    expect(seen.map((e) => [e.tenantId, e.key, e.count])).toEqual([
+      ["p", "tenant:p|user:u0", 1],
+      ["q", OTHER_KEYS, 1],
+      ["r", "tenant:r|user:u2", 1],
+      ["r", "tenant:r|user:u2", 1],
+    ]);
   });
 });
 

@@ -240,6 +240,33 @@ describe("OverLimitCache", () => {
     expect(cache.refusal({ ruleId: "r", key: "c", params }, 1, 0)).not.toBeNull();
   });
 
+  it("evicts the least recently used: a refused bucket that is read again stays, an untouched one goes", () => {
+    const cache = new OverLimitCache(2);
+    const bucket = (key: string) => ({ ruleId: "r", key, params });
+    cache.remember(bucket("hammered"), 1, refusal, 0);
+    cache.remember(bucket("quiet"), 1, refusal, 0);
+    expect(cache.refusal(bucket("hammered"), 1, 0)).not.toBeNull();
+    cache.remember(bucket("new"), 1, refusal, 0);
+    expect(cache.size).toBe(2);
+    expect(cache.refusal(bucket("quiet"), 1, 0)).toBeNull();
+    expect(cache.refusal(bucket("hammered"), 1, 0)).not.toBeNull();
+    expect(cache.refusal(bucket("new"), 1, 0)).not.toBeNull();
+  });
+
+  it("stays at exactly its size through many insertions and deletions, keeping the most recent", () => {
+    const cache = new OverLimitCache(1000);
+    const bucket = (i: number) => ({ ruleId: "r", key: `user:u${i}`, params });
+    let largest = 0;
+    for (let i = 0; i < 50_000; i++) {
+      cache.remember(bucket(i), 1, refusal, 0);
+      if (i % 3 === 0) cache.forget("r", `user:u${i - 1}`);
+      largest = Math.max(largest, cache.size);
+    }
+    expect(largest).toBe(1000);
+    expect(cache.size).toBe(1000);
+    for (let i = 49_000; i < 50_000; i++) expect(cache.refusal(bucket(i), 1, 0) !== null).toBe(i % 3 !== 2);
+  });
+
   it("keeps nothing for conforming outcomes", () => {
     const cache = new OverLimitCache(2);
     cache.remember({ ruleId: "r", key: "a", params }, 1, { ...refusal, conforming: true, retryAfterMs: null }, 0);

@@ -1,13 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { RuleChange } from "../../src/domain/events.js";
-import { compileGlob } from "../../src/domain/glob.js";
-import type { CheckRequest } from "../../src/domain/request.js";
+import { compileGlob, MAX_GLOB_FLOATING_SEGMENTS, MAX_GLOB_SEGMENTS, validateGlob, type MatchMeter } from "../../src/domain/glob.js";
+import { LIMITS, type CheckRequest } from "../../src/domain/request.js";
 import type { HttpMethod, Rule } from "../../src/domain/rule.js";
+import { DEFAULT_RULE_LIMITS } from "../../src/domain/rule-validation.js";
 import { compileRule } from "../../src/engine/compiled-rule.js";
 import { RuleBook } from "../../src/engine/rule-book.js";
 import { RuleIndex } from "../../src/engine/rule-index.js";
 import { makeRule, makeTenantOnlyCheckRequest } from "../support/domain-factory.js";
+import { COSTLIEST_GLOBS, costlyPaths } from "../support/hostile-input.js";
 
 function indexOf(rules: readonly Rule[]): RuleIndex {
   return new RuleIndex(rules.map(compileRule));
@@ -461,5 +463,45 @@ describe("compileRule", () => {
   it("builds the bucket key from the rule's scope", () => {
     const compiled = compileRule(makeRule({ tenantId: "*", scope: ["USER"] }));
     expect(compiled.keyOf(makeTenantOnlyCheckRequest({ tenantId: "acme", userId: "u1" }))).toBe("tenant:acme|user:u1");
+  });
+});
+
+/**
+ * What one check's glob matching costs, in the matcher's steps (see
+ * glob.ts): at most the request tenant's and tenant "*"'s rules are tested,
+ * each within 1 + G + T + F x (S + T) steps, so a tenant with the costliest
+ * globs validation accepts, against the longest path a request may name,
+ * costs at most its number of rules times that.
+ */
+describe("RuleIndex matching cost", () => {
+  const longestPath = LIMITS.resource;
+  const perRuleBound = 1 + MAX_GLOB_SEGMENTS + longestPath + MAX_GLOB_FLOATING_SEGMENTS * (longestPath / 2 + longestPath);
+
+  function stepsOf(index: RuleIndex, request: Partial<CheckRequest>): number {
+    const meter: MatchMeter = { steps: 0 };
+    index.match(makeTenantOnlyCheckRequest(request), meter);
+    return meter.steps;
+  }
+
+  const [longPath] = costlyPaths(longestPath) as [string];
+
+  it('holds 200 rules of "/*" + 508 × "a" + "b" against a 2,048-character path to 511 steps each', () => {
+    const attack = "/*" + "a".repeat(508) + "b";
+    validateGlob(attack);
+    const index = indexOf(Array.from({ length: 200 }, () => makeRule({ tenantId: "attacker", resource: attack })));
+    expect(stepsOf(index, { tenantId: "attacker", resource: longPath })).toBe(200 * 511);
+  });
+
+  it("holds a tenant at the rule quota, every rule with one of the costliest accepted globs, within the quota times the per-rule bound, and costs other tenants nothing", () => {
+    const quota = DEFAULT_RULE_LIMITS.maxRulesPerTenant;
+    for (const source of COSTLIEST_GLOBS) validateGlob(source);
+    const rules = Array.from({ length: quota }, (_, i) => makeRule({ tenantId: "attacker", resource: COSTLIEST_GLOBS[i % COSTLIEST_GLOBS.length]! }));
+    const index = indexOf(rules);
+    for (const resource of costlyPaths(longestPath)) {
+      expect(resource.length).toBe(longestPath);
+      expect(stepsOf(index, { tenantId: "attacker", resource })).toBeLessThanOrEqual(quota * perRuleBound);
+      expect(stepsOf(index, { tenantId: "victim", resource })).toBe(0);
+    }
+    expect(perRuleBound).toBe(8_225);
   });
 });

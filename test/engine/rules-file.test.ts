@@ -5,6 +5,7 @@ import type { Rule } from "../../src/domain/rule.js";
 import { describeProblem, planImport } from "../../src/engine/rule-import.js";
 import { readRulesFile, writeRulesFile } from "../../src/engine/rules-file.js";
 import { makeNonDefaultRuleSpec, makeRule } from "../support/domain-factory.js";
+import { aliasBomb } from "../support/hostile-input.js";
 
 let ids = 0;
 const newId = () => `new-${++ids}`;
@@ -44,8 +45,23 @@ describe("reading a rules file", () => {
     expect(problemsOf(text)).toEqual(expected);
   });
 
+  it("reports a YAML alias bomb (a billion laughs) with its line and column, and leaves its entry out of the plan", () => {
+    const plan = planImport(aliasBomb("acme"), [], newId);
+    expect(plan.problems.map((p) => `${p.line}:${p.column} ${p.field}: ${p.message}`)).toEqual([
+      "1:1 laughs: laughs is not a field of a rules file: it holds only `rules:`",
+      "7:12 rules[0].scope: rules[0].scope cannot be read: Excessive alias count indicates a resource exhaustion attack",
+    ]);
+    expect(plan.rules.map((r) => r.name)).toEqual(["fine"]);
+  });
+
+  it("reports an alias to an anchor that is not set with its line and column", () => {
+    expect(problemsOf("rules:\n  - tenantId: *nowhere\n    name: a\n    limit: 1\n    window: 1\n")).toEqual([
+      "2:15 rules[0].tenantId: rules[0].tenantId cannot be read: Unresolved alias (the anchor must be set before the alias): nowhere",
+    ]);
+  });
+
   it("accepts `rules: []`", () => {
-    expect(planImport("rules: []\n", [], newId)).toEqual({ rules: [], problems: [] });
+    expect(planImport("rules: []\n", [], newId)).toEqual({ entries: 0, rules: [], problems: [] });
   });
 });
 

@@ -176,7 +176,7 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
       events,
       known: new KnownApiKeys({ repository: keys, snapshot: null, reloadIntervalMs: 0, log: pino({ level: "silent" }) }),
     }),
-    mutations: new MutationLimiter(counters, events, clock, 1_000),
+    mutations: new MutationLimiter(counters, clock, 1_000),
     events,
   };
   const server = await startHttpServer(

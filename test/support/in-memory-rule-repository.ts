@@ -1,8 +1,8 @@
 /** The RuleRepository port in Maps, history included: for the tests that run the engine in-process. */
 
-import { ConflictError } from "../../src/domain/errors.js";
+import { ConflictError, RuleQuotaError } from "../../src/domain/errors.js";
 import type { RuleChangeKind } from "../../src/domain/events.js";
-import type { RuleRepository, RuleWrite } from "../../src/domain/ports.js";
+import { creationsByTenant, type RuleRepository, type RuleWrite } from "../../src/domain/ports.js";
 import { UNKNOWN_ORIGIN, type ChangeOrigin, type RuleRevision } from "../../src/domain/revision.js";
 import type { Rule, RuleSpec } from "../../src/domain/rule.js";
 
@@ -20,7 +20,8 @@ export class InMemoryRuleRepository implements RuleRepository {
     return this.rules.get(id) ?? null;
   }
 
-  async create(id: string, spec: RuleSpec, origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<Rule> {
+  async create(id: string, spec: RuleSpec, origin: ChangeOrigin = UNKNOWN_ORIGIN, maxRulesPerTenant = Number.POSITIVE_INFINITY): Promise<Rule> {
+    this.withinQuota(new Map([[spec.tenantId, 1]]), maxRulesPerTenant);
     if ([...this.rules.values()].some((r) => r.tenantId === spec.tenantId && r.name === spec.name)) {
       throw new ConflictError(`input.name: tenant ${spec.tenantId} already has a rule named ${spec.name}`);
     }
@@ -49,11 +50,12 @@ export class InMemoryRuleRepository implements RuleRepository {
   }
 
   /** Checks every write before making any, which is all-or-nothing in a single thread. */
-  async writeAll(writes: readonly RuleWrite[], origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<Rule[]> {
+  async writeAll(writes: readonly RuleWrite[], origin: ChangeOrigin = UNKNOWN_ORIGIN, maxRulesPerTenant = Number.POSITIVE_INFINITY): Promise<Rule[]> {
     for (const write of writes) {
       const stale = write.kind === "update" ? this.rules.get(write.id)?.version !== write.version : this.rules.has(write.id);
       if (stale) throw new ConflictError("rules changed while these changes were being written, so none was written; read them again and retry");
     }
+    this.withinQuota(creationsByTenant(writes), maxRulesPerTenant);
     const written: Rule[] = [];
     for (const write of writes) {
       written.push(write.kind === "create" ? await this.create(write.id, write.spec, origin) : (await this.update(write.id, write.spec, write.version, origin))!);
@@ -66,6 +68,13 @@ export class InMemoryRuleRepository implements RuleRepository {
   }
 
   async close(): Promise<void> {}
+
+  private withinQuota(creations: ReadonlyMap<string, number>, max: number): void {
+    for (const [tenantId, created] of creations) {
+      const wouldHave = [...this.rules.values()].filter((rule) => rule.tenantId === tenantId).length + created;
+      if (wouldHave > max) throw new RuleQuotaError(tenantId, wouldHave, max);
+    }
+  }
 
   private record(kind: RuleChangeKind, version: number, before: Rule | null, after: Rule | null, origin: ChangeOrigin): void {
     const rule = (after ?? before)!;
