@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { MAX_BATCH } from "./api/resolvers/limit.resolver.js";
 import { buildApiSchema } from "./api/schema.js";
 import { resolveAdminToken } from "./config/admin-token.js";
+import { openPrivateDataDir, removeForeignAccess } from "./config/data-dir.js";
 import { SettingsError, type Settings } from "./config/settings.js";
 import { openDatabase, type Database } from "./db/database.js";
 import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
@@ -149,12 +150,15 @@ interface CoreOptions {
 
 /** Storage, counters, the event bus and the rule service: what serving and administration share. */
 async function openCore(settings: Settings, { logger, clock, closers, book, telemetry }: CoreOptions) {
+  if (settings.dataDir !== null) openPrivateDataDir(settings.dataDir);
   const database = await openDatabase(
     settings.databaseUrl
       ? { kind: "postgres", url: settings.databaseUrl }
       : { kind: "pglite", dataDir: settings.dataDir === null ? null : join(settings.dataDir, "pglite") },
   );
   closers.add(() => database.close());
+  // PGlite has just chmodded its files open (see data-dir.ts).
+  if (settings.dataDir !== null) removeForeignAccess(settings.dataDir);
 
   const { store: counters, breaker } = await openCounterStore(settings, clock, logger, telemetry);
   closers.add(() => counters.close());
