@@ -31,6 +31,7 @@ import { RuleSync } from "./engine/rule-sync.js";
 import { noTelemetry, type Telemetry } from "./engine/telemetry.js";
 import { startHttpServer } from "./server/http-server.js";
 import { createLogger, type Logger } from "./server/logger.js";
+import { startMetricsListener } from "./server/metrics-endpoint.js";
 import { PrometheusTelemetry } from "./server/metrics.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
@@ -41,6 +42,8 @@ import { RedisEventBus } from "./store/redis/redis-event-bus.js";
 
 export interface App {
   url: string;
+  /** METRICS_PORT's listener (GET /metrics without a token), or null. */
+  metricsUrl: string | null;
   /** What holds the rules and the counters, in words. */
   storage: { rules: string; counters: string };
   logger: Logger;
@@ -98,6 +101,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         services,
         logger,
         metrics: telemetry.registry,
+        metricsToken: settings.metricsToken,
         introspection: settings.introspection,
         maxBodyBytes: settings.maxBodyBytes,
         maxQueryDepth: settings.maxQueryDepth,
@@ -114,7 +118,19 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       settings.host,
     );
     closers.add(() => server.close());
-    return { url: server.url, storage: { rules: core.database.description, counters: core.counters.description }, logger, close: () => closers.close() };
+    const metrics = settings.metricsListener
+      ? await startMetricsListener(telemetry.registry, settings.metricsListener.port, settings.metricsListener.host, (error) =>
+          logger.error({ err: error }, "metrics listener: a scrape failed"),
+        )
+      : null;
+    if (metrics !== null) closers.add(() => metrics.close());
+    return {
+      url: server.url,
+      metricsUrl: metrics?.url ?? null,
+      storage: { rules: core.database.description, counters: core.counters.description },
+      logger,
+      close: () => closers.close(),
+    };
   } catch (error) {
     await closers.close();
     throw error;

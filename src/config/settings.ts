@@ -8,6 +8,10 @@ import { resolve } from "node:path";
 export interface Settings {
   port: number;
   host: string;
+  /** A listener of its own serving GET /metrics without a token (for a scrape network); null: none, /metrics only on the API port, with a token. */
+  metricsListener: { port: number; host: string } | null;
+  /** A secret that opens GET /metrics on the API port and nothing else (for Prometheus); null: only ADMIN keys read metrics there. */
+  metricsToken: string | null;
   /** Postgres for rules; null: embedded PGlite under dataDir. */
   databaseUrl: string | null;
   /** Where embedded storage keeps its files; null (DATA_DIR=memory://): in memory only, gone at exit. */
@@ -74,9 +78,12 @@ const IN_MEMORY = "memory://";
 
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const production = env.NODE_ENV === "production";
+  const port = integer(env, "PORT", 4000, 0, 65535);
   return {
-    port: integer(env, "PORT", 4000, 0, 65535),
+    port,
     host: env.HOST || "0.0.0.0",
+    metricsListener: metricsListener(env, port),
+    metricsToken: secret(env, "METRICS_TOKEN"),
     databaseUrl: url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
     dataDir: env.DATA_DIR === IN_MEMORY ? null : resolve(env.DATA_DIR || ".data"),
     redis: redisTopology(env),
@@ -104,6 +111,17 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     overLimitCacheSize: integer(env, "OVER_LIMIT_CACHE_SIZE", 100_000, 0, 10_000_000),
     fastPathCacheSize: integer(env, "FAST_PATH_CACHE_SIZE", 1000, 0, 1_000_000),
   };
+}
+
+function metricsListener(env: NodeJS.ProcessEnv, apiPort: number): { port: number; host: string } | null {
+  const port = env.METRICS_PORT ? integer(env, "METRICS_PORT", 0, 0, 65535) : null;
+  if (port === null) {
+    if (env.METRICS_HOST) throw new SettingsError("METRICS_HOST is set but METRICS_PORT is not");
+    return null;
+  }
+  if (port !== 0 && port === apiPort) throw new SettingsError(`METRICS_PORT must differ from PORT (both ${port}): metrics without a token are served on a listener of their own`);
+  // Loopback unless told otherwise: an unauthenticated listener is opened to a network only on purpose.
+  return { port, host: env.METRICS_HOST || "127.0.0.1" };
 }
 
 function redisTopology(env: NodeJS.ProcessEnv): RedisTopology | null {
