@@ -35,7 +35,7 @@ import { startMetricsListener } from "./server/metrics-endpoint.js";
 import { PrometheusTelemetry } from "./server/metrics.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
-import { createRedisClient, createSubscriber } from "./store/redis/client.js";
+import { connectAtStart, createRedisClient, createSubscriber, misconfiguration } from "./store/redis/client.js";
 import { KeyLayout } from "./store/redis/key-layout.js";
 import { RedisCounterStore } from "./store/redis/redis-counter-store.js";
 import { RedisEventBus } from "./store/redis/redis-event-bus.js";
@@ -204,12 +204,13 @@ async function openCounterStore(
 ): Promise<{ store: CounterStore; breaker: CircuitBreaker | null }> {
   if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), breaker: null };
   // The largest batch's deadline: no command may outlive the longest any caller waits for it.
-  const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT));
+  const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT), settings.redisSecurity);
   watchConnection(client, "counters", logger);
-  try {
-    await client.connect();
-  } catch (error) {
-    logger.warn({ err: error }, "Redis is unreachable: checks are decided by each rule's failureMode until it comes back");
+  // Unreachable is no reason not to start; credentials or a certificate Redis refuses are: waiting will not mend them.
+  const connection = await connectAtStart(client);
+  if ("misconfigured" in connection) throw new SettingsError(connection.misconfigured);
+  if (!connection.connected) {
+    logger.warn({ err: connection.error }, "Redis is unreachable: checks are decided by each rule's failureMode until it comes back");
   }
   const breaker = new CircuitBreaker({
     failureThreshold: settings.breakerFailures,
@@ -244,7 +245,7 @@ async function openCounterStore(
  */
 async function openEventBus(settings: Settings, logger: Logger): Promise<EventBus> {
   if (settings.redis === null) return new InProcessEventBus();
-  const publisher = createRedisClient(settings.redis, settings.redisTimeoutMs * 20);
+  const publisher = createRedisClient(settings.redis, settings.redisTimeoutMs * 20, settings.redisSecurity);
   const subscriber = createSubscriber(publisher);
   watchConnection(publisher, "events", logger);
   watchConnection(subscriber, "event subscriber", logger);
@@ -260,10 +261,23 @@ async function openEventBus(settings: Settings, logger: Logger): Promise<EventBu
   return bus;
 }
 
-/** ioredis reconnects by itself; the breaker decides what checks do meanwhile, so connection errors are only worth a debug line. */
+/**
+ * ioredis reconnects by itself; the breaker decides what checks do meanwhile, so connection errors are only worth a debug line,
+ * unless Redis refuses the credentials or the certificate (rotated on one side only): that will not pass by itself, and is
+ * logged as an error once per connection lost (not at every reconnection attempt).
+ */
 function watchConnection(client: ReturnType<typeof createRedisClient>, role: string, logger: Logger): void {
-  client.on("error", (error: Error) => logger.debug({ err: error, role }, "Redis connection error"));
-  client.on("ready", () => logger.info({ role }, "Redis connected"));
+  let refusalLogged = false;
+  client.on("error", (error: Error) => {
+    const problem = misconfiguration(error);
+    if (problem === null || refusalLogged) return logger.debug({ err: error, role }, "Redis connection error");
+    refusalLogged = true;
+    logger.error({ err: error, role }, problem);
+  });
+  client.on("ready", () => {
+    refusalLogged = false;
+    logger.info({ role }, "Redis connected");
+  });
 }
 
 async function importRulesFile(rules: RuleService, path: string, logger: Logger): Promise<void> {
