@@ -18,7 +18,6 @@ import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
 import { ConflictError } from "./domain/errors.js";
 import { systemClock, type Clock, type CounterStore, type EventBus } from "./domain/ports.js";
 import { ApiKeyService, BOOTSTRAP } from "./engine/api-key-service.js";
-import { CircuitBreaker } from "./engine/circuit-breaker.js";
 import { CoalescingEventBus } from "./engine/coalescing-event-bus.js";
 import { Limiter } from "./engine/limiter.js";
 import { MutationLimiter } from "./engine/mutation-limiter.js";
@@ -111,7 +110,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         readiness: () => ({
           ready: book.lastLoadedAt !== null,
           rules: { count: book.size, source: sync.source, loadedAt: book.lastLoadedAt },
-          counters: { store: core.counters.description, breaker: core.breaker?.state ?? null },
+          counters: { store: core.counters.description, breakers: core.resilient?.breakerStates() ?? {} },
         }),
       },
       settings.port,
@@ -176,7 +175,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   // PGlite has just chmodded its files open (see data-dir.ts).
   if (settings.dataDir !== null) removeForeignAccess(settings.dataDir);
 
-  const { store: counters, breaker } = await openCounterStore(settings, clock, logger, telemetry);
+  const { store: counters, resilient } = await openCounterStore(settings, clock, logger, telemetry);
   closers.add(() => counters.close());
 
   const events = new CoalescingEventBus(await openEventBus(settings, logger), {
@@ -188,7 +187,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   const repository = new PrismaRuleRepository(database.prisma);
   const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
   const rules = new RuleService(repository, book, counters, events, clock, overLimit);
-  return { database, counters, breaker, events, repository, rules, overLimit, clock };
+  return { database, counters, resilient, events, repository, rules, overLimit, clock };
 }
 
 async function migrate(database: Database, logger: Logger): Promise<void> {
@@ -201,8 +200,8 @@ async function openCounterStore(
   clock: Clock,
   logger: Logger,
   telemetry: Telemetry,
-): Promise<{ store: CounterStore; breaker: CircuitBreaker | null }> {
-  if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), breaker: null };
+): Promise<{ store: CounterStore; resilient: ResilientCounterStore | null }> {
+  if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), resilient: null };
   // The largest batch's deadline: no command may outlive the longest any caller waits for it.
   const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT), settings.redisSecurity);
   watchConnection(client, "counters", logger);
@@ -212,15 +211,6 @@ async function openCounterStore(
   if (!connection.connected) {
     logger.warn({ err: connection.error }, "Redis is unreachable: checks are decided by each rule's failureMode until it comes back");
   }
-  const breaker = new CircuitBreaker({
-    failureThreshold: settings.breakerFailures,
-    openMs: settings.breakerOpenMs,
-    clock,
-    onStateChange: (state) => {
-      telemetry.breakerChanged(state);
-      logger.warn({ breaker: state }, `counter store circuit breaker ${state}`);
-    },
-  });
   const store = new ResilientCounterStore({
     primary: new RedisCounterStore(client, {
       layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages),
@@ -228,13 +218,14 @@ async function openCounterStore(
         logger.warn({ err: error, units }, "could not give back a denied request's reservation: its units stay counted until they expire"),
     }),
     local: new MemoryCounterStore({ clock }),
-    breaker,
+    breakers: { failureThreshold: settings.breakerFailures, openMs: settings.breakerOpenMs },
+    onBreakerChange: (node, state) => logger.warn({ node, breaker: state }, `counter store circuit breaker of ${node} ${state}`),
     instances: settings.instances,
     timeoutMs: settings.redisTimeoutMs,
     clock,
     telemetry,
   });
-  return { store, breaker };
+  return { store, resilient: store };
 }
 
 /**

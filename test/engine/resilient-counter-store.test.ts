@@ -10,7 +10,6 @@ import type { LimitParams } from "../../src/domain/algorithms/index.js";
 import { UnavailableError } from "../../src/domain/errors.js";
 import type { BucketRef, CounterReply } from "../../src/domain/ports.js";
 import type { FailureMode } from "../../src/domain/rule.js";
-import { CircuitBreaker } from "../../src/engine/circuit-breaker.js";
 import { ResilientCounterStore } from "../../src/engine/resilient-counter-store.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import { createRedisClient } from "../../src/store/redis/client.js";
@@ -26,7 +25,6 @@ describe("ResilientCounterStore on a Redis that dies", () => {
   let redis: OwnRedis;
   let client: Redis;
   let clock: ManualClock;
-  let breaker: CircuitBreaker;
   let store: ResilientCounterStore;
 
   beforeAll(async () => {
@@ -46,11 +44,10 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     }
     await client.flushall();
     clock = new ManualClock();
-    breaker = new CircuitBreaker({ failureThreshold: 3, openMs: 1000, clock });
     store = new ResilientCounterStore({
       primary: new RedisCounterStore(client, { layout: new KeyLayout("fg:", 16) }),
       local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
-      breaker,
+      breakers: { failureThreshold: 3, openMs: 1000 },
       instances: 4,
       timeoutMs: 50,
       clock,
@@ -108,7 +105,7 @@ describe("ResilientCounterStore on a Redis that dies", () => {
   it("opens the breaker after consecutive failures, then skips Redis until its open time has passed", async () => {
     await redis.kill();
     for (let i = 0; i < 3; i++) await check([bucket("b", "OPEN")]);
-    expect(breaker.state).toBe("open");
+    expect(store.breakerStates()).toEqual({ [`127.0.0.1:${redis.port}`]: "open" });
     await redis.restart();
     await waitUntilReady(client);
     expect((await check([bucket("b", "OPEN")])).degraded).toBe(true);
@@ -124,7 +121,23 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     const reply = await check([bucket("back", "CLOSED")]);
     expect(reply.degraded).toBeUndefined();
     expect(reply.allowed).toBe(true);
-    expect(breaker.state).toBe("closed");
+    expect(store.breakerStates()).toEqual({ [`127.0.0.1:${redis.port}`]: "closed" });
+  });
+
+  it("decides each call of a batch on its own: the one Redis fails goes by failure mode, the others keep Redis's decisions", async () => {
+    const broken = bucket("broken", "CLOSED");
+    const layout = new KeyLayout("fg:", 16);
+    await client.set(layout.keysOf(broken.ruleId, layout.field(broken.key)).pageA, "not a hash");
+    const [healthy, failed, alsoHealthy] = await store.decide([
+      { buckets: [bucket("fine", "CLOSED")], cost: 1, dryRun: false },
+      { buckets: [broken], cost: 1, dryRun: false },
+      { buckets: [bucket("also-fine", "CLOSED")], cost: 1, dryRun: false },
+    ]);
+    expect(healthy).toMatchObject({ allowed: true, outcomes: [{ remaining: 9 }] });
+    expect(healthy!.degraded).toBeUndefined();
+    expect(failed).toMatchObject({ allowed: false, degraded: true });
+    expect(alsoHealthy).toMatchObject({ allowed: true, outcomes: [{ remaining: 9 }] });
+    expect(alsoHealthy!.degraded).toBeUndefined();
   });
 
   it("refuses to reset a bucket while Redis is gone, with a service-unavailable error", async () => {

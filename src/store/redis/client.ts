@@ -6,9 +6,10 @@ import { NO_REDIS_SECURITY, type RedisSecurity, type RedisTopology } from "../..
  * through Sentinel, or a Redis Cluster: a rate limiter must answer fast or not
  * at all, so commands are never queued while disconnected and never retried;
  * ioredis reconnects in the background (every 500 ms at most) while the
- * circuit breaker decides what checks do. Deadlines per check are kept by the
- * caller (ResilientCounterStore); `commandTimeoutMs` only stops a command that
- * never gets an answer from being remembered forever. `security` (credentials,
+ * circuit breakers decide what checks do. Deadlines per check are set by the
+ * caller (ResilientCounterStore) and kept per command by RedisCounterStore;
+ * `commandTimeoutMs` only stops a command that never gets an answer from being
+ * remembered forever. `security` (credentials,
  * TLS) applies to every node the client reaches, including the ones a cluster
  * or the sentinels name later; the sentinels get their own credentials.
  */
