@@ -1,10 +1,11 @@
 /**
- * The failure modes, on a real Redis that the test kills and restarts. The
- * breaker and the local counters run on a ManualClock, so nothing waits for
- * the breaker; only Redis itself really dies.
+ * The failure modes, on a real Redis that the test kills and restarts, and on
+ * a Redis Cluster whose masters it kills. The breakers and the local counters
+ * run on a ManualClock, so nothing waits for a breaker; only Redis itself
+ * really dies.
  */
 
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
 import { UnavailableError } from "../../src/domain/errors.js";
@@ -16,7 +17,9 @@ import { createRedisClient } from "../../src/store/redis/client.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { ManualClock } from "../support/clock.js";
+import { startRedisCluster, type HostPort, type LocalRedisCluster } from "../support/local-redis.js";
 import { startOwnRedis, type OwnRedis } from "../support/redis-server.js";
+import { redisBinariesAvailable } from "../support/services.js";
 
 const params = (limit: number): LimitParams => ({ algorithm: "FIXED_WINDOW", limit, windowMs: 60_000, capacity: limit, action: "REJECT" });
 const bucket = (ruleId: string, failureMode: FailureMode, limit = 10): BucketRef => ({ ruleId, key: "user:u1", params: params(limit), failureMode });
@@ -143,6 +146,59 @@ describe("ResilientCounterStore on a Redis that dies", () => {
   it("refuses to reset a bucket while Redis is gone, with a service-unavailable error", async () => {
     await redis.kill();
     await expect(store.reset("r", "user:u1")).rejects.toBeInstanceOf(UnavailableError);
+  });
+});
+
+describe.runIf(await redisBinariesAvailable())("ResilientCounterStore on a Redis Cluster that loses masters", () => {
+  let cluster: LocalRedisCluster;
+  let client: Cluster;
+  const layout = new KeyLayout("fg:", 16);
+
+  beforeAll(async () => {
+    // No replicas, and the other masters keep serving: lost slots stay lost.
+    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 0, requireFullCoverage: false });
+    client = createRedisClient({ kind: "cluster", nodes: cluster.nodes }, 1000);
+    client.on("error", () => undefined);
+    await client.connect();
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await cluster?.stop();
+  });
+
+  it("spends no half-open trial on a check that another master's open breaker holds back", async () => {
+    const clock = new ManualClock();
+    const store = new ResilientCounterStore({
+      primary: new RedisCounterStore(client, { layout }),
+      local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
+      breakers: { failureThreshold: 1, openMs: 1000 },
+      instances: 1,
+      timeoutMs: 1000,
+      clock,
+    });
+    const masterOf = async (b: BucketRef) => cluster.masterOf(layout.slotOf(b.ruleId, layout.field(b.key)));
+    const onMaster = async (port: number, prefix: string) => {
+      for (let i = 0; ; i++) if ((await masterOf(bucket(`${prefix}${i}`, "CLOSED"))).port === port) return bucket(`${prefix}${i}`, "CLOSED");
+    };
+    const [first, second] = cluster.nodes.slice(0, 2);
+    const onFirst = await onMaster(first!.port, "first-");
+    const onSecond = await onMaster(second!.port, "second-");
+    const check = async (buckets: BucketRef[]) => (await store.decide([{ buckets, cost: 1, dryRun: false }]))[0]!;
+    const stateOf = (node: HostPort) => store.breakerStates()[`${node.host}:${node.port}`];
+
+    cluster.kill(first!);
+    expect((await check([onFirst])).degraded).toBe(true);
+    clock.advance(500);
+    cluster.kill(second!);
+    expect((await check([onSecond])).degraded).toBe(true);
+    clock.advance(500); // the first master's breaker may try again; the second's may not yet
+    expect([stateOf(first!), stateOf(second!)]).toEqual(["open", "open"]);
+
+    expect((await check([onFirst, onSecond])).degraded).toBe(true);
+    expect(stateOf(first!)).toBe("open"); // its trial is still there to take
+    expect((await check([onFirst])).degraded).toBe(true);
+    expect(stateOf(first!)).toBe("open"); // taken by this check, failed, open again for a full open time
+    await store.close();
   });
 });
 
