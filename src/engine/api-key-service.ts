@@ -50,9 +50,9 @@ export class ApiKeyService {
 
   /** The caller behind an Authorization header ("Bearer <secret>"). */
   async authenticate(authorization: string | null | undefined): Promise<Principal> {
-    const secret = bearerSecret(authorization);
-    if (secret === null) throw new UnauthenticatedError("authentication required: send Authorization: Bearer <API key or ADMIN_TOKEN>");
-    const hash = sha256(secret);
+    const match = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
+    if (!match) throw new UnauthenticatedError("authentication required: send Authorization: Bearer <API key or ADMIN_TOKEN>");
+    const hash = sha256(match[1]!);
     if (this.adminTokenHash !== null && timingSafeEqual(hash, this.adminTokenHash)) return BOOTSTRAP;
     const principal = await this.lookup(hash.toString("hex"));
     if (principal === null) throw new UnauthenticatedError("the token is not a valid API key (unknown or revoked)");
@@ -110,11 +110,6 @@ function validate(input: ApiKeyInput): ApiKeyInput {
   return { tenantId, role, name };
 }
 
-/** The secret of an Authorization header ("Bearer <secret>"), or null. */
-export function bearerSecret(authorization: string | null | undefined): string | null {
-  return /^\s*bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1] ?? null;
-}
-
-export function sha256(text: string): Buffer {
+function sha256(text: string): Buffer {
   return createHash("sha256").update(text).digest();
 }
