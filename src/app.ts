@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { MAX_BATCH } from "./api/operation-checks.js";
 import { buildApiSchema } from "./api/schema.js";
 import { resolveAdminToken } from "./config/admin-token.js";
+import { openPrivateDataDir, removeForeignAccess } from "./config/data-dir.js";
 import { SettingsError, type Settings } from "./config/settings.js";
 import { ApiKeySnapshotFile } from "./db/api-key-snapshot-file.js";
 import { openDatabase, type Database } from "./db/database.js";
@@ -18,7 +19,6 @@ import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
 import { ConflictError, ValidationError } from "./domain/errors.js";
 import { systemClock, type Clock, type CounterStore, type EventBus } from "./domain/ports.js";
 import { ApiKeyService, BOOTSTRAP } from "./engine/api-key-service.js";
-import { CircuitBreaker } from "./engine/circuit-breaker.js";
 import { CoalescingEventBus } from "./engine/coalescing-event-bus.js";
 import { KnownApiKeys } from "./engine/known-api-keys.js";
 import { Limiter } from "./engine/limiter.js";
@@ -32,16 +32,19 @@ import { RuleSync } from "./engine/rule-sync.js";
 import { noTelemetry, type Telemetry } from "./engine/telemetry.js";
 import { startHttpServer } from "./server/http-server.js";
 import { createLogger, type Logger } from "./server/logger.js";
+import { startMetricsListener } from "./server/metrics-endpoint.js";
 import { PrometheusTelemetry } from "./server/metrics.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
-import { createRedisClient, createSubscriber } from "./store/redis/client.js";
+import { connectAtStart, createRedisClient, createSubscriber, misconfiguration } from "./store/redis/client.js";
 import { KeyLayout } from "./store/redis/key-layout.js";
 import { RedisCounterStore } from "./store/redis/redis-counter-store.js";
 import { RedisEventBus } from "./store/redis/redis-event-bus.js";
 
 export interface App {
   url: string;
+  /** METRICS_PORT's listener (GET /metrics without a token), or null. */
+  metricsUrl: string | null;
   /** What holds the rules and the counters, in words. */
   storage: { rules: string; counters: string };
   logger: Logger;
@@ -112,6 +115,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         services,
         logger,
         metrics: telemetry.registry,
+        metricsToken: settings.metricsToken,
         introspection: settings.introspection,
         maxBodyBytes: settings.maxBodyBytes,
         maxQueryDepth: settings.maxQueryDepth,
@@ -125,14 +129,26 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         readiness: () => ({
           ready: book.lastLoadedAt !== null,
           rules: { count: book.size, source: sync.source, loadedAt: book.lastLoadedAt },
-          counters: { store: core.counters.description, breaker: core.breaker?.state ?? null },
+          counters: { store: core.counters.description, breakers: core.resilient?.breakerStates() ?? {} },
         }),
       },
       settings.port,
       settings.host,
     );
     closers.add(() => server.close());
-    return { url: server.url, storage: { rules: core.database.description, counters: core.counters.description }, logger, close: () => closers.close() };
+    const metrics = settings.metricsListener
+      ? await startMetricsListener(telemetry.registry, settings.metricsListener.port, settings.metricsListener.host, (error) =>
+          logger.error({ err: error }, "metrics listener: a scrape failed"),
+        )
+      : null;
+    if (metrics !== null) closers.add(() => metrics.close());
+    return {
+      url: server.url,
+      metricsUrl: metrics?.url ?? null,
+      storage: { rules: core.database.description, counters: core.counters.description },
+      logger,
+      close: () => closers.close(),
+    };
   } catch (error) {
     await closers.close();
     throw error;
@@ -168,14 +184,17 @@ interface CoreOptions {
 
 /** Storage, counters, the event bus and the rule service: what serving and administration share. */
 async function openCore(settings: Settings, { logger, clock, closers, book, telemetry }: CoreOptions) {
+  if (settings.dataDir !== null) openPrivateDataDir(settings.dataDir);
   const database = await openDatabase(
     settings.databaseUrl
       ? { kind: "postgres", url: settings.databaseUrl }
       : { kind: "pglite", dataDir: settings.dataDir === null ? null : join(settings.dataDir, "pglite") },
   );
   closers.add(() => database.close());
+  // PGlite has just chmodded its files open (see data-dir.ts).
+  if (settings.dataDir !== null) removeForeignAccess(settings.dataDir);
 
-  const { store: counters, breaker } = await openCounterStore(settings, clock, logger, telemetry);
+  const { store: counters, resilient } = await openCounterStore(settings, clock, logger, telemetry);
   closers.add(() => counters.close());
 
   const events = new CoalescingEventBus(await openEventBus(settings, logger), {
@@ -187,7 +206,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   const repository = new PrismaRuleRepository(database.prisma);
   const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
   const rules = new RuleService(repository, book, counters, events, clock, overLimit, settings.ruleLimits);
-  return { database, counters, breaker, events, repository, rules, overLimit, clock };
+  return { database, counters, resilient, events, repository, rules, overLimit, clock };
 }
 
 async function migrate(database: Database, logger: Logger): Promise<void> {
@@ -200,25 +219,17 @@ async function openCounterStore(
   clock: Clock,
   logger: Logger,
   telemetry: Telemetry,
-): Promise<{ store: CounterStore; breaker: CircuitBreaker | null }> {
-  if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), breaker: null };
+): Promise<{ store: CounterStore; resilient: ResilientCounterStore | null }> {
+  if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), resilient: null };
   // The largest batch's deadline: no command may outlive the longest any caller waits for it.
-  const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT));
+  const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT), settings.redisSecurity);
   watchConnection(client, "counters", logger);
-  try {
-    await client.connect();
-  } catch (error) {
-    logger.warn({ err: error }, "Redis is unreachable: checks are decided by each rule's failureMode until it comes back");
+  // Unreachable is no reason not to start; credentials or a certificate Redis refuses are: waiting will not mend them.
+  const connection = await connectAtStart(client);
+  if ("misconfigured" in connection) throw new SettingsError(connection.misconfigured);
+  if (!connection.connected) {
+    logger.warn({ err: connection.error }, "Redis is unreachable: checks are decided by each rule's failureMode until it comes back");
   }
-  const breaker = new CircuitBreaker({
-    failureThreshold: settings.breakerFailures,
-    openMs: settings.breakerOpenMs,
-    clock,
-    onStateChange: (state) => {
-      telemetry.breakerChanged(state);
-      logger.warn({ breaker: state }, `counter store circuit breaker ${state}`);
-    },
-  });
   const store = new ResilientCounterStore({
     primary: new RedisCounterStore(client, {
       layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages),
@@ -226,13 +237,14 @@ async function openCounterStore(
         logger.warn({ err: error, units }, "could not give back a denied request's reservation: its units stay counted until they expire"),
     }),
     local: new MemoryCounterStore({ clock }),
-    breaker,
+    breakers: { failureThreshold: settings.breakerFailures, openMs: settings.breakerOpenMs },
+    onBreakerChange: (node, state) => logger.warn({ node, breaker: state }, `counter store circuit breaker of ${node} ${state}`),
     instances: settings.instances,
     timeoutMs: settings.redisTimeoutMs,
     clock,
     telemetry,
   });
-  return { store, breaker };
+  return { store, resilient: store };
 }
 
 /**
@@ -243,7 +255,7 @@ async function openCounterStore(
  */
 async function openEventBus(settings: Settings, logger: Logger): Promise<EventBus> {
   if (settings.redis === null) return new InProcessEventBus();
-  const publisher = createRedisClient(settings.redis, settings.redisTimeoutMs * 20);
+  const publisher = createRedisClient(settings.redis, settings.redisTimeoutMs * 20, settings.redisSecurity);
   const subscriber = createSubscriber(publisher);
   watchConnection(publisher, "events", logger);
   watchConnection(subscriber, "event subscriber", logger);
@@ -259,10 +271,23 @@ async function openEventBus(settings: Settings, logger: Logger): Promise<EventBu
   return bus;
 }
 
-/** ioredis reconnects by itself; the breaker decides what checks do meanwhile, so connection errors are only worth a debug line. */
+/**
+ * ioredis reconnects by itself; the breaker decides what checks do meanwhile, so connection errors are only worth a debug line,
+ * unless Redis refuses the credentials or the certificate (rotated on one side only): that will not pass by itself, and is
+ * logged as an error once per connection lost (not at every reconnection attempt).
+ */
 function watchConnection(client: ReturnType<typeof createRedisClient>, role: string, logger: Logger): void {
-  client.on("error", (error: Error) => logger.debug({ err: error, role }, "Redis connection error"));
-  client.on("ready", () => logger.info({ role }, "Redis connected"));
+  let refusalLogged = false;
+  client.on("error", (error: Error) => {
+    const problem = misconfiguration(error);
+    if (problem === null || refusalLogged) return logger.debug({ err: error, role }, "Redis connection error");
+    refusalLogged = true;
+    logger.error({ err: error, role }, problem);
+  });
+  client.on("ready", () => {
+    refusalLogged = false;
+    logger.info({ role }, "Redis connected");
+  });
 }
 
 async function importRulesFile(rules: RuleService, path: string, logger: Logger): Promise<void> {

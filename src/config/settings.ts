@@ -3,18 +3,25 @@
  * value stops the start with a message naming the variable.
  */
 
+import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { DEFAULT_RULE_LIMITS, type RuleLimits } from "../domain/rule-validation.js";
 
 export interface Settings {
   port: number;
   host: string;
+  /** A listener of its own serving GET /metrics without a token (for a scrape network); null: none, /metrics only on the API port, with a token. */
+  metricsListener: { port: number; host: string } | null;
+  /** A secret that opens GET /metrics on the API port and nothing else (for Prometheus); null: only ADMIN keys read metrics there. */
+  metricsToken: string | null;
   /** Postgres for rules; null: embedded PGlite under dataDir. */
   databaseUrl: string | null;
   /** Where embedded storage keeps its files; null (DATA_DIR=memory://): in memory only, gone at exit. */
   dataDir: string | null;
   /** Where the counters live; null: in this process's memory. */
   redis: RedisTopology | null;
+  /** How to authenticate to every Redis node and whether to speak TLS to it. */
+  redisSecurity: RedisSecurity;
   redisKeyPrefix: string;
   /** Page pairs per rule that buckets are spread over (changing it forgets every counter). */
   redisPages: number;
@@ -77,18 +84,53 @@ export type RedisTopology =
   | { kind: "cluster"; nodes: HostPort[] }
   | { kind: "sentinel"; sentinels: HostPort[]; masterName: string };
 
+/**
+ * Credentials and TLS for Redis, the same for every node of the topology.
+ * REDIS_URL may carry its own user and password, and rediss:// turns TLS on;
+ * a cluster or a Sentinel group takes them from REDIS_USERNAME,
+ * REDIS_PASSWORD and REDIS_TLS.
+ */
+export interface RedisSecurity {
+  /** An ACL user (REDIS_USERNAME); null: the default user. */
+  username: string | null;
+  /** REDIS_PASSWORD: the user's password (or requirepass); null: none, or the one in REDIS_URL. */
+  password: string | null;
+  /** TLS for every connection (sentinels included); null: plain TCP. */
+  tls: RedisTls | null;
+  /** The sentinels' own credentials (REDIS_SENTINEL_USERNAME, REDIS_SENTINEL_PASSWORD), when they require any. */
+  sentinelUsername: string | null;
+  sentinelPassword: string | null;
+}
+
+/** Node TLS options: certificates as read from their files at start. */
+export interface RedisTls {
+  /** REDIS_TLS_CA_FILE: the CAs to verify the servers with; absent: Node's own list. */
+  ca?: string;
+  /** REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE: a client certificate, for servers that ask for one. */
+  cert?: string;
+  key?: string;
+  /** REDIS_TLS_SERVERNAME: the name the servers' certificates must carry, when it is not the address connected to. */
+  servername?: string;
+}
+
+export const NO_REDIS_SECURITY: RedisSecurity = { username: null, password: null, tls: null, sentinelUsername: null, sentinelPassword: null };
+
 export class SettingsError extends Error {}
 
 const IN_MEMORY = "memory://";
 
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const production = env.NODE_ENV === "production";
+  const port = integer(env, "PORT", 4000, 0, 65535);
   return {
-    port: integer(env, "PORT", 4000, 0, 65535),
+    port,
     host: env.HOST || "0.0.0.0",
-    databaseUrl: url(env, "DATABASE_URL", ["postgres:", "postgresql:"]),
+    metricsListener: metricsListener(env, port),
+    metricsToken: secret(env, "METRICS_TOKEN"),
+    databaseUrl: databaseUrl(env),
     dataDir: env.DATA_DIR === IN_MEMORY ? null : resolve(env.DATA_DIR || ".data"),
     redis: redisTopology(env),
+    redisSecurity: redisSecurity(env),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "fg:",
     redisPages: integer(env, "REDIS_PAGES", 16384, 1, 1 << 20),
     redisTimeoutMs: integer(env, "REDIS_TIMEOUT_MS", 50, 1, 60_000),
@@ -123,6 +165,17 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   };
 }
 
+function metricsListener(env: NodeJS.ProcessEnv, apiPort: number): { port: number; host: string } | null {
+  const port = env.METRICS_PORT ? integer(env, "METRICS_PORT", 0, 0, 65535) : null;
+  if (port === null) {
+    if (env.METRICS_HOST) throw new SettingsError("METRICS_HOST is set but METRICS_PORT is not");
+    return null;
+  }
+  if (port !== 0 && port === apiPort) throw new SettingsError(`METRICS_PORT must differ from PORT (both ${port}): metrics without a token are served on a listener of their own`);
+  // Loopback unless told otherwise: an unauthenticated listener is opened to a network only on purpose.
+  return { port, host: env.METRICS_HOST || "127.0.0.1" };
+}
+
 function redisTopology(env: NodeJS.ProcessEnv): RedisTopology | null {
   const given = ["REDIS_URL", "REDIS_CLUSTER_NODES", "REDIS_SENTINELS"].filter((name) => env[name]);
   if (given.length > 1) throw new SettingsError(`set only one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS (got ${given.join(" and ")})`);
@@ -136,6 +189,91 @@ function redisTopology(env: NodeJS.ProcessEnv): RedisTopology | null {
   if (sentinels === null) return null;
   if (masterName === null) throw new SettingsError("REDIS_SENTINEL_MASTER must name the master the sentinels watch (REDIS_SENTINELS is set)");
   return { kind: "sentinel", sentinels, masterName };
+}
+
+function redisSecurity(env: NodeJS.ProcessEnv): RedisSecurity {
+  const topology = ["REDIS_URL", "REDIS_CLUSTER_NODES", "REDIS_SENTINELS"].find((name) => env[name]);
+  const given = (names: string[]) => names.filter((name) => env[name]);
+  const needsTopology = given(["REDIS_USERNAME", "REDIS_PASSWORD", "REDIS_TLS", "REDIS_TLS_CA_FILE", "REDIS_TLS_CERT_FILE", "REDIS_TLS_KEY_FILE", "REDIS_TLS_SERVERNAME"]);
+  if (topology === undefined && needsTopology.length > 0) {
+    throw new SettingsError(`${needsTopology[0]} is set but none of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS is`);
+  }
+  const sentinelCredentials = given(["REDIS_SENTINEL_USERNAME", "REDIS_SENTINEL_PASSWORD"]);
+  if (sentinelCredentials.length > 0 && topology !== "REDIS_SENTINELS") throw new SettingsError(`${sentinelCredentials[0]} is set but REDIS_SENTINELS is not`);
+  if (env.REDIS_USERNAME && !env.REDIS_PASSWORD) throw new SettingsError("REDIS_USERNAME needs REDIS_PASSWORD (Redis authenticates a user by its password)");
+  if (env.REDIS_SENTINEL_USERNAME && !env.REDIS_SENTINEL_PASSWORD) throw new SettingsError("REDIS_SENTINEL_USERNAME needs REDIS_SENTINEL_PASSWORD");
+
+  let tlsOn: boolean;
+  if (topology === "REDIS_URL") {
+    const where = new URL(env.REDIS_URL!);
+    if ((where.username || where.password) && (env.REDIS_USERNAME || env.REDIS_PASSWORD)) {
+      throw new SettingsError("REDIS_URL carries a user or password and REDIS_USERNAME or REDIS_PASSWORD is set too: give the credentials one way");
+    }
+    if (env.REDIS_TLS) throw new SettingsError("REDIS_TLS applies to REDIS_CLUSTER_NODES and REDIS_SENTINELS: with REDIS_URL, write rediss:// for TLS");
+    tlsOn = where.protocol === "rediss:";
+  } else {
+    tlsOn = boolean(env, "REDIS_TLS", false);
+  }
+  const tlsSettings = given(["REDIS_TLS_CA_FILE", "REDIS_TLS_CERT_FILE", "REDIS_TLS_KEY_FILE", "REDIS_TLS_SERVERNAME"]);
+  if (!tlsOn && tlsSettings.length > 0) throw new SettingsError(`${tlsSettings[0]} is set but TLS is off: write rediss:// in REDIS_URL, or set REDIS_TLS=1`);
+  if (Boolean(env.REDIS_TLS_CERT_FILE) !== Boolean(env.REDIS_TLS_KEY_FILE)) throw new SettingsError("REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE go together: set both or neither");
+  const tls: RedisTls = {};
+  const ca = pemFile(env, "REDIS_TLS_CA_FILE");
+  const cert = pemFile(env, "REDIS_TLS_CERT_FILE");
+  const key = pemFile(env, "REDIS_TLS_KEY_FILE");
+  if (ca !== null) tls.ca = ca;
+  if (cert !== null) tls.cert = cert;
+  if (key !== null) tls.key = key;
+  if (env.REDIS_TLS_SERVERNAME) tls.servername = env.REDIS_TLS_SERVERNAME;
+  return {
+    username: env.REDIS_USERNAME || null,
+    password: env.REDIS_PASSWORD || null,
+    tls: tlsOn ? tls : null,
+    sentinelUsername: env.REDIS_SENTINEL_USERNAME || null,
+    sentinelPassword: env.REDIS_SENTINEL_PASSWORD || null,
+  };
+}
+
+/** The text of a PEM file a setting names, read now so that a wrong path stops the start rather than the first connection. */
+function pemFile(env: NodeJS.ProcessEnv, name: string): string | null {
+  const path = env[name];
+  if (!path) return null;
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new SettingsError(`${name} cannot be read: ${(error as Error).message}`);
+  }
+  if (!text.includes("-----BEGIN ")) throw new SettingsError(`${name} is not a PEM file (${path} has no "-----BEGIN" line)`);
+  return text;
+}
+
+/** sslmode values node-postgres knows; anything else it would silently treat as verify-full. */
+const SSL_MODES = ["disable", "prefer", "require", "verify-ca", "verify-full", "no-verify"];
+
+/**
+ * DATABASE_URL, whose TLS parameters node-postgres reads itself (sslmode,
+ * sslrootcert, sslcert, sslkey): checked here, so that a mistyped mode or an
+ * unreadable certificate stops the start instead of failing every connection.
+ */
+function databaseUrl(env: NodeJS.ProcessEnv): string | null {
+  const raw = url(env, "DATABASE_URL", ["postgres:", "postgresql:"]);
+  if (raw === null) return null;
+  const params = new URL(raw).searchParams;
+  const sslmode = params.get("sslmode");
+  if (sslmode !== null && !SSL_MODES.includes(sslmode)) {
+    throw new SettingsError(`DATABASE_URL sslmode must be one of ${SSL_MODES.join(", ")} (got ${JSON.stringify(sslmode)})`);
+  }
+  for (const file of ["sslrootcert", "sslcert", "sslkey"]) {
+    const path = params.get(file);
+    if (path === null) continue;
+    try {
+      readFileSync(path);
+    } catch (error) {
+      throw new SettingsError(`DATABASE_URL ${file} cannot be read: ${(error as Error).message}`);
+    }
+  }
+  return raw;
 }
 
 /** "host:port,host:port", IPv6 hosts in brackets ("[::1]:7000"). */

@@ -9,7 +9,8 @@
  *   VIEWER        reads its tenant's rules and watches its tenant's events
  *
  * Rules of tenant "*" apply to every tenant: any role that reads rules may
- * read them; only an ADMIN changes them.
+ * read them; only an ADMIN changes them. Metrics name every tenant's rules,
+ * so only an ADMIN reads them.
  */
 
 import { ForbiddenError } from "./errors.js";
@@ -18,10 +19,10 @@ import { ALL_TENANTS } from "./rule.js";
 export const ROLES = ["ADMIN", "TENANT_ADMIN", "CHECKER", "VIEWER"] as const;
 export type Role = (typeof ROLES)[number];
 
-export type Permission = "checkLimits" | "readRules" | "writeRules" | "manageKeys" | "watchEvents";
+export type Permission = "checkLimits" | "readRules" | "writeRules" | "manageKeys" | "watchEvents" | "readMetrics";
 
 const GRANTS: Record<Role, readonly Permission[]> = {
-  ADMIN: ["checkLimits", "readRules", "writeRules", "manageKeys", "watchEvents"],
+  ADMIN: ["checkLimits", "readRules", "writeRules", "manageKeys", "watchEvents", "readMetrics"],
   TENANT_ADMIN: ["checkLimits", "readRules", "writeRules", "manageKeys", "watchEvents"],
   CHECKER: ["checkLimits"],
   VIEWER: ["readRules", "watchEvents"],

@@ -56,6 +56,36 @@ export interface CounterStore {
   close(): Promise<void>;
 }
 
+/** Why a call of `decideEach` went undecided: its shard's error, or a missed deadline. */
+export interface CallFailure {
+  error: unknown;
+}
+
+/**
+ * A counter store spread over shards that can fail one at a time: the masters
+ * of a Redis Cluster (one Redis, or a Sentinel group's master, is a single
+ * shard). Whoever calls it can then keep a circuit breaker per shard, so that
+ * a lost shard holds back only the calls whose buckets live on it.
+ */
+export interface ShardedCounterStore extends CounterStore {
+  /** The shard that holds a bucket now (a master's "host:port"), as far as the store knows the topology. */
+  shardOf(ruleId: string, key: string): string;
+  /**
+   * Calls `listener` with every shard there is, each time the store learns
+   * the topology anew (a cluster client refreshing its slots, as it does
+   * after a failover); returns how to stop.
+   */
+  watchShards(listener: (shards: readonly string[]) => void): Unsubscribe;
+  /**
+   * Decides the calls as `decide` does, except that a call fails on its own:
+   * a call whose commands all answer within `deadlineMs` gets its reply even
+   * when other calls of the batch fail, and a failed one gets its error.
+   * `failedShards` names every shard that answered a command with an error or
+   * not within the deadline.
+   */
+  decideEach(calls: readonly CounterCall[], deadlineMs: number): Promise<{ results: (CounterReply | CallFailure)[]; failedShards: ReadonlySet<string> }>;
+}
+
 /**
  * Counters this process holds itself, decided without a round trip: what a
  * LOCAL rule falls back on while the shared store is unreachable.

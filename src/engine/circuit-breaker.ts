@@ -1,5 +1,5 @@
 /**
- * A circuit breaker for the counter store. After `failureThreshold`
+ * A circuit breaker for one shard of the counter store. After `failureThreshold`
  * consecutive failures it opens: calls are not attempted for `openMs`, so a
  * dead Redis costs a branch, not a timeout per request. Then it lets exactly
  * one call through (half-open): its success closes the breaker, its failure
@@ -31,6 +31,11 @@ export class CircuitBreaker {
   /** When an open breaker will let a trial call through. */
   get retryAtMs(): number {
     return this.openedAt + this.options.openMs;
+  }
+
+  /** Whether allows() would say yes now, without taking the half-open trial: for a call that needs several breakers' yes. */
+  wouldAllow(): boolean {
+    return this.current === "closed" || (this.current === "open" && this.options.clock.now() >= this.retryAtMs);
   }
 
   /** Whether to attempt a call now; in half-open state only the first caller gets true. */

@@ -1,29 +1,44 @@
 /**
  * Keeps deciding when the counter store cannot. Calls go to the primary store
- * through a circuit breaker and under a deadline; when a call fails (error or
- * deadline) or the breaker is open, each rule decides by its failureMode and
- * the reply says `degraded`:
+ * through a circuit breaker per shard (per Redis Cluster master; one Redis is
+ * one shard) and under a deadline; when a call fails (error or deadline) or a
+ * breaker of one of its shards is open, each of its rules decides by its
+ * failureMode and the reply says `degraded`:
  *   OPEN    allow
  *   CLOSED  deny, retry when the breaker next tries the store
  *   LOCAL   decide on this instance's own in-memory counters, with the rule's
  *           limit divided by the number of instances, so that all instances
  *           together never admit more than the rule allows
  * The request stays all or nothing: the local counters count it only if no
- * enforcing rule refuses it.
+ * enforcing rule refuses it. A call with buckets on several shards goes to
+ * the store only when every one of their breakers lets it, and is decided by
+ * failure mode whole when any of them fails: a cross-slot check is reserved
+ * and released as one (README, Redis Cluster), never decided half by Redis
+ * and half by failure mode. Calls whose shards are healthy are decided by the
+ * store as usual, even in the same batch.
+ *
+ * Breakers follow the topology: a shard the store names for the first time
+ * gets a new (closed) breaker, and whenever the store learns the topology
+ * anew the breakers of shards it no longer has (a master replaced by its
+ * promoted replica) are forgotten, so the breakers, and their metrics, are
+ * those of the masters there are.
  */
 
 import type { LimitParams } from "../domain/algorithms/index.js";
 import { UnavailableError } from "../domain/errors.js";
-import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, LocalCounterStore } from "../domain/ports.js";
+import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, LocalCounterStore, ShardedCounterStore, Unsubscribe } from "../domain/ports.js";
 import type { FailureMode } from "../domain/rule.js";
-import type { CircuitBreaker } from "./circuit-breaker.js";
+import { CircuitBreaker, type BreakerState } from "./circuit-breaker.js";
 import { noTelemetry, type Telemetry } from "./telemetry.js";
 
 export interface ResilientCounterStoreOptions {
-  primary: CounterStore;
+  primary: ShardedCounterStore;
   /** This instance's own counters, for LOCAL rules. */
   local: LocalCounterStore;
-  breaker: CircuitBreaker;
+  /** Every shard's breaker: consecutive failures that open it, and how long it stays open before a trial. */
+  breakers: { failureThreshold: number; openMs: number };
+  /** Told when a shard's breaker changes state (for the log). */
+  onBreakerChange?: (shard: string, state: BreakerState) => void;
   /** How many instances share each LOCAL rule's limit. */
   instances: number;
   /** Longest wait for the primary store, per round trip of up to CHECKS_PER_TIMEOUT checks. */
@@ -37,48 +52,115 @@ export const CHECKS_PER_TIMEOUT = 100;
 
 export class ResilientCounterStore implements CounterStore {
   readonly description: string;
+  private readonly breakers = new Map<string, CircuitBreaker>();
+  private readonly telemetry: Telemetry;
+  private readonly unwatch: Unsubscribe;
 
   constructor(private readonly options: ResilientCounterStoreOptions) {
     this.description = options.primary.description;
+    this.telemetry = options.telemetry ?? noTelemetry;
+    this.unwatch = options.primary.watchShards((shards) => this.keepOnly(new Set(shards)));
   }
 
   async decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
-    const { primary, breaker } = this.options;
-    if (!breaker.allows()) return calls.map((call) => this.byFailureMode(call));
-    const telemetry = this.options.telemetry ?? noTelemetry;
-    const started = performance.now();
-    try {
-      const replies = await withDeadline(primary.decide(calls), this.options.timeoutMs * Math.ceil(calls.length / CHECKS_PER_TIMEOUT));
-      telemetry.storeCalled((performance.now() - started) / 1000, false);
-      breaker.succeeded();
-      return replies;
-    } catch {
-      telemetry.storeCalled((performance.now() - started) / 1000, true);
-      breaker.failed();
-      return calls.map((call) => this.byFailureMode(call));
+    const guarded = calls.map((call) => this.breakersOf(call));
+    // A call needs every one of its breakers' yes; asking them all first keeps
+    // a half-open breaker's one trial from going to a call another holds back.
+    const sent = calls.flatMap((_, i) => {
+      const breakers = [...guarded[i]!.values()];
+      return breakers.every((b) => b.wouldAllow()) && breakers.every((b) => b.allows()) ? [i] : [];
+    });
+    const replies: (CounterReply | undefined)[] = new Array(calls.length);
+    if (sent.length > 0) {
+      const started = performance.now();
+      const touched = new Map(sent.flatMap((i) => [...guarded[i]!]));
+      // decideEach reports failures in its answer; should it throw all the same, every shard it touched has failed.
+      const { results, failedShards } = await this.options.primary
+        .decideEach(
+          sent.map((i) => calls[i]!),
+          this.options.timeoutMs * Math.ceil(sent.length / CHECKS_PER_TIMEOUT),
+        )
+        .catch((error: unknown) => ({ results: sent.map(() => ({ error })), failedShards: new Set(touched.keys()) }));
+      this.telemetry.storeCalled((performance.now() - started) / 1000, failedShards.size > 0);
+      for (const [shard, breaker] of touched) {
+        if (failedShards.has(shard)) breaker.failed();
+        else breaker.succeeded();
+      }
+      results.forEach((result, j) => {
+        if (!("error" in result)) replies[sent[j]!] = result;
+      });
     }
+    return calls.map((call, i) => replies[i] ?? this.byFailureMode(call, guarded[i]!.values()));
   }
 
   async reset(ruleId: string, key: string): Promise<boolean> {
-    if (!this.options.breaker.allows()) throw new UnavailableError("the counter store is unreachable; try again shortly");
+    const breaker = this.breakerOf(this.options.primary.shardOf(ruleId, key));
+    if (!breaker.allows()) throw new UnavailableError("the counter store is unreachable; try again shortly");
     try {
       const reset = await withDeadline(this.options.primary.reset(ruleId, key), this.options.timeoutMs);
-      this.options.breaker.succeeded();
+      breaker.succeeded();
       return reset;
     } catch (error) {
-      this.options.breaker.failed();
+      breaker.failed();
       throw new UnavailableError("the counter store is unreachable; try again shortly", { cause: error });
     }
   }
 
+  /** Every known shard's breaker state (for /readyz). */
+  breakerStates(): Record<string, BreakerState> {
+    return Object.fromEntries([...this.breakers].map(([shard, breaker]) => [shard, breaker.state]));
+  }
+
   async close(): Promise<void> {
+    this.unwatch();
     await this.options.primary.close();
     await this.options.local.close();
   }
 
-  private byFailureMode(call: CounterCall): CounterReply {
-    const { local, breaker, clock } = this.options;
+  /** The breakers of the shards a call's buckets live on, by shard. */
+  private breakersOf(call: CounterCall): Map<string, CircuitBreaker> {
+    const breakers = new Map<string, CircuitBreaker>();
+    for (const bucket of call.buckets) {
+      const shard = this.options.primary.shardOf(bucket.ruleId, bucket.key);
+      if (!breakers.has(shard)) breakers.set(shard, this.breakerOf(shard));
+    }
+    return breakers;
+  }
+
+  /** A shard's breaker, made closed the first time the shard is named. */
+  private breakerOf(shard: string): CircuitBreaker {
+    const known = this.breakers.get(shard);
+    if (known) return known;
+    const { failureThreshold, openMs } = this.options.breakers;
+    const breaker: CircuitBreaker = new CircuitBreaker({
+      failureThreshold,
+      openMs,
+      clock: this.options.clock,
+      onStateChange: (state) => {
+        // A call in flight when its shard was forgotten may still move the old breaker: nobody reports on it any more.
+        if (this.breakers.get(shard) !== breaker) return;
+        this.telemetry.breakerChanged(shard, state);
+        this.options.onBreakerChange?.(shard, state);
+      },
+    });
+    this.breakers.set(shard, breaker);
+    this.telemetry.breakerChanged(shard, breaker.state);
+    return breaker;
+  }
+
+  /** Forgets the breakers of shards that are gone. */
+  private keepOnly(shards: ReadonlySet<string>): void {
+    for (const shard of [...this.breakers.keys()]) {
+      if (shards.has(shard)) continue;
+      this.breakers.delete(shard);
+      this.telemetry.breakerForgotten(shard);
+    }
+  }
+
+  private byFailureMode(call: CounterCall, breakers: Iterable<CircuitBreaker>): CounterReply {
+    const { local, clock } = this.options;
     const now = clock.now();
+    const retryAtMs = Math.max(...[...breakers].map((b) => b.retryAtMs));
     const closedRefuses = call.buckets.some((b) => modeOf(b) === "CLOSED" && b.params.action !== "LOG_ONLY");
     const localBuckets = call.buckets.filter((b) => modeOf(b) === "LOCAL").map((b) => this.share(b));
     const localReply = local.decideOne({ buckets: localBuckets, cost: call.cost, dryRun: call.dryRun }, closedRefuses);
@@ -90,7 +172,7 @@ export class ResilientCounterStore implements CounterStore {
         case "OPEN":
           return { conforming: true, remaining: bucket.params.capacity, resetAtMs: now, retryAfterMs: null, delayMs: 0 };
         case "CLOSED":
-          return { conforming: false, remaining: 0, resetAtMs: now, retryAfterMs: Math.max(1000, breaker.retryAtMs - now), delayMs: 0 };
+          return { conforming: false, remaining: 0, resetAtMs: now, retryAfterMs: Math.max(1000, retryAtMs - now), delayMs: 0 };
       }
     });
     return { nowMs: now, allowed: localReply.allowed, outcomes, degraded: true };

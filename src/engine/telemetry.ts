@@ -2,7 +2,8 @@
  * What the engine reports for monitoring. The server implements it with
  * Prometheus (src/server/metrics.ts); tests and tools use `noTelemetry`.
  * Labels stay bounded: tenants and rules are named by the rule (its tenant,
- * its id), never by who made the request.
+ * its id), never by who made the request; breakers by the shards the store
+ * has now.
  */
 
 import type { BreakerState } from "./circuit-breaker.js";
@@ -16,7 +17,10 @@ export interface Telemetry {
   checked(seconds: number, checks: number): void;
   /** One round trip to the counter store, and whether it failed (error or deadline). */
   storeCalled(seconds: number, failed: boolean): void;
-  breakerChanged(state: BreakerState): void;
+  /** A shard's circuit breaker (a Redis Cluster master's, by "host:port") is new or changed state. */
+  breakerChanged(shard: string, state: BreakerState): void;
+  /** A shard is gone from the topology, and so is its breaker. */
+  breakerForgotten(shard: string): void;
   subscriptionOpened(): void;
   subscriptionClosed(): void;
   /** Events not delivered to a subscriber that fell too far behind (its subscription is ended). */
@@ -28,6 +32,7 @@ export const noTelemetry: Telemetry = {
   checked: () => undefined,
   storeCalled: () => undefined,
   breakerChanged: () => undefined,
+  breakerForgotten: () => undefined,
   subscriptionOpened: () => undefined,
   subscriptionClosed: () => undefined,
   eventsDropped: () => undefined,

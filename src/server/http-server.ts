@@ -27,6 +27,7 @@ import { requestLogging } from "../api/request-logging.js";
 import { queryLimits } from "../api/query-limits.js";
 import type { Principal } from "../domain/access.js";
 import type { Logger } from "./logger.js";
+import { serveMetricsToAdmins } from "./metrics-endpoint.js";
 import { registerFastPathGauges } from "./metrics.js";
 import { serveSubscriptions } from "./subscription-server.js";
 
@@ -50,8 +51,10 @@ export interface HttpServerOptions {
   apiKeyCacheMs: number;
   /** How long shutdown waits for requests in flight before closing their connections. */
   shutdownTimeoutMs: number;
-  /** Prometheus registry served at GET /metrics. */
+  /** Prometheus registry served at GET /metrics, to ADMIN keys and the holder of `metricsToken` (see metrics-endpoint.ts). */
   metrics: Registry;
+  /** METRICS_TOKEN: a secret that opens GET /metrics and nothing else; none by default. */
+  metricsToken?: string | null;
   /** Readiness: the body of GET /readyz, and whether it answers 200 or 503. */
   readiness: () => { ready: boolean; [detail: string]: unknown };
 }
@@ -156,11 +159,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     const path = pathOf(req.url ?? "/");
     if (path === "/graphql") return graphql(req, res);
     if (path === "/healthz" && req.method === "GET") return json(res, 200, { status: "ok" });
-    if (path === "/metrics" && req.method === "GET") {
-      res.writeHead(200, { "content-type": options.metrics.contentType });
-      res.end(await options.metrics.metrics());
-      return;
-    }
+    if (path === "/metrics" && req.method === "GET") return serveMetricsToAdmins(req, res, { registry: options.metrics, keys: services.keys, token: options.metricsToken ?? null });
     if (path === "/readyz" && req.method === "GET") {
       const readiness = options.readiness();
       return json(res, readiness.ready ? 200 : 503, readiness);

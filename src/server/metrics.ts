@@ -19,7 +19,7 @@ export class PrometheusTelemetry implements Telemetry {
   private readonly checks: Counter;
   private readonly storeSeconds: Histogram;
   private readonly storeErrors: Counter;
-  private readonly breaker: Gauge;
+  private readonly breaker: Gauge<"node">;
   private readonly subscriptions: Gauge;
   private readonly dropped: Counter;
 
@@ -50,7 +50,12 @@ export class PrometheusTelemetry implements Telemetry {
       help: "Counter store round trips that failed or missed their deadline.",
       registers,
     });
-    this.breaker = new Gauge({ name: "floodgate_circuit_breaker_state", help: "Counter store breaker: 0 closed, 1 half-open, 2 open.", registers });
+    this.breaker = new Gauge({
+      name: "floodgate_circuit_breaker_state",
+      help: "Counter store breaker of each shard (a Redis Cluster master, or the one Redis), by node: 0 closed, 1 half-open, 2 open.",
+      labelNames: ["node"],
+      registers,
+    });
     this.subscriptions = new Gauge({ name: "floodgate_subscriptions", help: "Open GraphQL subscriptions.", registers });
     this.dropped = new Counter({ name: "floodgate_events_dropped_total", help: "Events not delivered to subscribers that fell too far behind (their subscriptions were ended).", registers });
     new Gauge({
@@ -86,8 +91,12 @@ export class PrometheusTelemetry implements Telemetry {
     if (failed) this.storeErrors.inc();
   }
 
-  breakerChanged(state: BreakerState): void {
-    this.breaker.set(BREAKER_VALUES[state]);
+  breakerChanged(shard: string, state: BreakerState): void {
+    this.breaker.set({ node: shard }, BREAKER_VALUES[state]);
+  }
+
+  breakerForgotten(shard: string): void {
+    this.breaker.remove({ node: shard });
   }
 
   subscriptionOpened(): void {

@@ -62,4 +62,18 @@ describe("CircuitBreaker", () => {
     clock.advance(1);
     expect(subject.allows()).toBe(true);
   });
+
+  it("says whether it would let a call through without taking the half-open trial", () => {
+    const { subject, clock, changes } = breaker();
+    expect(subject.wouldAllow()).toBe(true);
+    for (let i = 0; i < 3; i++) subject.failed();
+    expect(subject.wouldAllow()).toBe(false);
+    clock.advance(1000);
+    expect(subject.wouldAllow()).toBe(true);
+    expect(subject.wouldAllow()).toBe(true);
+    expect(subject.state).toBe("open");
+    expect(subject.allows()).toBe(true);
+    expect(subject.wouldAllow()).toBe(false);
+    expect(changes).toEqual(["open", "half-open"]);
+  });
 });

@@ -1,23 +1,25 @@
 /**
- * The failure modes, on a real Redis that the test kills and restarts. The
- * breaker and the local counters run on a ManualClock, so nothing waits for
- * the breaker; only Redis itself really dies.
+ * The failure modes, on a real Redis that the test kills and restarts, and on
+ * a Redis Cluster whose masters it kills. The breakers and the local counters
+ * run on a ManualClock, so nothing waits for a breaker; only Redis itself
+ * really dies.
  */
 
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
 import { UnavailableError } from "../../src/domain/errors.js";
 import type { BucketRef, CounterReply } from "../../src/domain/ports.js";
 import type { FailureMode } from "../../src/domain/rule.js";
-import { CircuitBreaker } from "../../src/engine/circuit-breaker.js";
 import { ResilientCounterStore } from "../../src/engine/resilient-counter-store.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import { createRedisClient } from "../../src/store/redis/client.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { ManualClock } from "../support/clock.js";
+import { startRedisCluster, type HostPort, type LocalRedisCluster } from "../support/local-redis.js";
 import { startOwnRedis, type OwnRedis } from "../support/redis-server.js";
+import { redisBinariesAvailable } from "../support/services.js";
 
 const params = (limit: number): LimitParams => ({ algorithm: "FIXED_WINDOW", limit, windowMs: 60_000, capacity: limit, action: "REJECT" });
 const bucket = (ruleId: string, failureMode: FailureMode, limit = 10): BucketRef => ({ ruleId, key: "user:u1", params: params(limit), failureMode });
@@ -26,7 +28,6 @@ describe("ResilientCounterStore on a Redis that dies", () => {
   let redis: OwnRedis;
   let client: Redis;
   let clock: ManualClock;
-  let breaker: CircuitBreaker;
   let store: ResilientCounterStore;
 
   beforeAll(async () => {
@@ -46,11 +47,10 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     }
     await client.flushall();
     clock = new ManualClock();
-    breaker = new CircuitBreaker({ failureThreshold: 3, openMs: 1000, clock });
     store = new ResilientCounterStore({
       primary: new RedisCounterStore(client, { layout: new KeyLayout("fg:", 16) }),
       local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
-      breaker,
+      breakers: { failureThreshold: 3, openMs: 1000 },
       instances: 4,
       timeoutMs: 50,
       clock,
@@ -108,7 +108,7 @@ describe("ResilientCounterStore on a Redis that dies", () => {
   it("opens the breaker after consecutive failures, then skips Redis until its open time has passed", async () => {
     await redis.kill();
     for (let i = 0; i < 3; i++) await check([bucket("b", "OPEN")]);
-    expect(breaker.state).toBe("open");
+    expect(store.breakerStates()).toEqual({ [`127.0.0.1:${redis.port}`]: "open" });
     await redis.restart();
     await waitUntilReady(client);
     expect((await check([bucket("b", "OPEN")])).degraded).toBe(true);
@@ -124,12 +124,81 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     const reply = await check([bucket("back", "CLOSED")]);
     expect(reply.degraded).toBeUndefined();
     expect(reply.allowed).toBe(true);
-    expect(breaker.state).toBe("closed");
+    expect(store.breakerStates()).toEqual({ [`127.0.0.1:${redis.port}`]: "closed" });
+  });
+
+  it("decides each call of a batch on its own: the one Redis fails goes by failure mode, the others keep Redis's decisions", async () => {
+    const broken = bucket("broken", "CLOSED");
+    const layout = new KeyLayout("fg:", 16);
+    await client.set(layout.keysOf(broken.ruleId, layout.field(broken.key)).pageA, "not a hash");
+    const [healthy, failed, alsoHealthy] = await store.decide([
+      { buckets: [bucket("fine", "CLOSED")], cost: 1, dryRun: false },
+      { buckets: [broken], cost: 1, dryRun: false },
+      { buckets: [bucket("also-fine", "CLOSED")], cost: 1, dryRun: false },
+    ]);
+    expect(healthy).toMatchObject({ allowed: true, outcomes: [{ remaining: 9 }] });
+    expect(healthy!.degraded).toBeUndefined();
+    expect(failed).toMatchObject({ allowed: false, degraded: true });
+    expect(alsoHealthy).toMatchObject({ allowed: true, outcomes: [{ remaining: 9 }] });
+    expect(alsoHealthy!.degraded).toBeUndefined();
   });
 
   it("refuses to reset a bucket while Redis is gone, with a service-unavailable error", async () => {
     await redis.kill();
     await expect(store.reset("r", "user:u1")).rejects.toBeInstanceOf(UnavailableError);
+  });
+});
+
+describe.runIf(await redisBinariesAvailable())("ResilientCounterStore on a Redis Cluster that loses masters", () => {
+  let cluster: LocalRedisCluster;
+  let client: Cluster;
+  const layout = new KeyLayout("fg:", 16);
+
+  beforeAll(async () => {
+    // No replicas, and the other masters keep serving: lost slots stay lost.
+    cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 0, requireFullCoverage: false });
+    client = createRedisClient({ kind: "cluster", nodes: cluster.nodes }, 1000);
+    client.on("error", () => undefined);
+    await client.connect();
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await cluster?.stop();
+  });
+
+  it("spends no half-open trial on a check that another master's open breaker holds back", async () => {
+    const clock = new ManualClock();
+    const store = new ResilientCounterStore({
+      primary: new RedisCounterStore(client, { layout }),
+      local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
+      breakers: { failureThreshold: 1, openMs: 1000 },
+      instances: 1,
+      timeoutMs: 1000,
+      clock,
+    });
+    const masterOf = async (b: BucketRef) => cluster.masterOf(layout.slotOf(b.ruleId, layout.field(b.key)));
+    const onMaster = async (port: number, prefix: string) => {
+      for (let i = 0; ; i++) if ((await masterOf(bucket(`${prefix}${i}`, "CLOSED"))).port === port) return bucket(`${prefix}${i}`, "CLOSED");
+    };
+    const [first, second] = cluster.nodes.slice(0, 2);
+    const onFirst = await onMaster(first!.port, "first-");
+    const onSecond = await onMaster(second!.port, "second-");
+    const check = async (buckets: BucketRef[]) => (await store.decide([{ buckets, cost: 1, dryRun: false }]))[0]!;
+    const stateOf = (node: HostPort) => store.breakerStates()[`${node.host}:${node.port}`];
+
+    cluster.kill(first!);
+    expect((await check([onFirst])).degraded).toBe(true);
+    clock.advance(500);
+    cluster.kill(second!);
+    expect((await check([onSecond])).degraded).toBe(true);
+    clock.advance(500); // the first master's breaker may try again; the second's may not yet
+    expect([stateOf(first!), stateOf(second!)]).toEqual(["open", "open"]);
+
+    expect((await check([onFirst, onSecond])).degraded).toBe(true);
+    expect(stateOf(first!)).toBe("open"); // its trial is still there to take
+    expect((await check([onFirst])).degraded).toBe(true);
+    expect(stateOf(first!)).toBe("open"); // taken by this check, failed, open again for a full open time
+    await store.close();
   });
 });
 

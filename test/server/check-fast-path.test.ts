@@ -21,10 +21,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { CheckOperations } from "../../src/api/check-operations.js";
 import type { Services } from "../../src/api/context.js";
 import { buildApiSchema } from "../../src/api/schema.js";
-import type { ApiKey, ApiKeyCredential, ApiKeyRepository, CounterCall, CounterReply, CounterStore } from "../../src/domain/ports.js";
+import type { ApiKey, ApiKeyCredential, ApiKeyRepository, CounterCall, CounterReply, CounterStore, ShardedCounterStore } from "../../src/domain/ports.js";
 import type { Rule } from "../../src/domain/rule.js";
 import { ApiKeyService } from "../../src/engine/api-key-service.js";
-import { CircuitBreaker } from "../../src/engine/circuit-breaker.js";
 import { KnownApiKeys } from "../../src/engine/known-api-keys.js";
 import { Limiter } from "../../src/engine/limiter.js";
 import { MutationLimiter } from "../../src/engine/mutation-limiter.js";
@@ -127,9 +126,12 @@ class ExplodingStore implements CounterStore {
 }
 
 /** A store that never answers, so that every rule decides by its failureMode (degraded). */
-const UNREACHABLE: CounterStore = {
+const UNREACHABLE: ShardedCounterStore = {
   description: "unreachable",
   decide: () => Promise.reject(new Error("connection refused")),
+  decideEach: async (calls) => ({ results: calls.map(() => ({ error: new Error("connection refused") })), failedShards: new Set(["unreachable"]) }),
+  shardOf: () => "unreachable",
+  watchShards: () => () => undefined,
   reset: () => Promise.reject(new Error("connection refused")),
   close: async () => undefined,
 };
@@ -159,7 +161,7 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
       : new ResilientCounterStore({
           primary: UNREACHABLE,
           local: memory,
-          breaker: new CircuitBreaker({ failureThreshold: 2, openMs: 5_000, clock }),
+          breakers: { failureThreshold: 2, openMs: 5_000 },
           instances: 2,
           timeoutMs: 1_000,
           clock,

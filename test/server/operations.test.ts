@@ -34,7 +34,7 @@ describe("operations", () => {
   it("serves Prometheus metrics: rule verdicts by tenant, rule and outcome, check latency, rule count", async () => {
     const { createRule } = await client.data(CreateRuleDocument, { input: { tenantId: "metrics", name: "one", scope: ["USER"], limit: 1, window: 60 } });
     for (let i = 0; i < 3; i++) await client.data(CheckLimitsDocument, { request: { tenantId: "metrics", userId: "u1" } });
-    const response = await fetch(`${origin}/metrics`);
+    const response = await fetch(`${origin}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } });
     expect(response.headers.get("content-type")).toMatch(/^text\/plain/);
     const text = await response.text();
     expect(text).toContain(`floodgate_rule_decisions_total{tenant="metrics",rule="${createRule.id}",outcome="allowed"} 1`);

@@ -5,7 +5,7 @@
  * release.
  */
 
-import { Cluster } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { BucketRef, CounterCall } from "../../src/domain/ports.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
@@ -138,6 +138,37 @@ describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
       expect(scripts.modes()).toEqual([MODES.reserve, MODES.reserve, MODES.release]);
       expect(await free(healthy)).toBe(5);
       await client.del(page);
+    });
+
+    it("fails alone a call whose slot misses the deadline, naming its master, and gives back its reserve once the answer comes", async () => {
+      const prompt = fixedWindow("prompt", 10);
+      const late = await onAnotherMaster("late-", 10, prompt);
+      const slow = await cluster.masterOf(slotOf(late));
+      const pauser = new Redis({ host: slow.host, port: slow.port });
+      try {
+        await pauser.call("CLIENT", "PAUSE", "500", "ALL");
+        const { results, failedShards } = await store.decideEach(
+          [
+            { buckets: [prompt, late], cost: 3, dryRun: false },
+            { buckets: [prompt], cost: 1, dryRun: false },
+          ],
+          100,
+        );
+        expect(results[0]).toEqual({ error: new Error("no answer from Redis within 100 ms") });
+        // Decided while the failed call's reservation still counted (it goes back right after).
+        expect(results[1]).toMatchObject({ allowed: true, outcomes: [{ remaining: 6 }] });
+        expect(failedShards).toEqual(new Set([`${slow.host}:${slow.port}`]));
+        // The paused master runs the reserve once the pause ends; its answer brings its release.
+        for (let waited = 0; scripts.modes().filter((m) => m === MODES.release).length < 2; waited += 20) {
+          if (waited > 10_000) throw new Error(`no release of the late reserve: ${scripts.modes().join(",")}`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        await Promise.all(scripts.replies);
+        expect(await free(late)).toBe(10);
+        expect(await free(prompt)).toBe(9);
+      } finally {
+        pauser.disconnect();
+      }
     });
 
     it("keeps a denial when giving a reservation back fails, and reports the units left counted", async () => {

@@ -24,6 +24,21 @@ export interface HostPort {
 }
 
 const HOST = "127.0.0.1";
+
+/** TLS for a group's nodes: PEM files of the server certificate, its key, and the CA that signed it. */
+export interface NodeTls {
+  cert: string;
+  key: string;
+  ca: string;
+}
+
+/** What a connection to a group's nodes takes: their requirepass, and TLS when they speak only that. */
+interface NodeAccess {
+  password: string | null;
+  tls: NodeTls | null;
+}
+
+const OPEN: NodeAccess = { password: null, tls: null };
 /** Redis Cluster talks between nodes on the client port + 10000. */
 const BUS_OFFSET = 10_000;
 const run = promisify(execFile);
@@ -38,18 +53,24 @@ class Processes {
   readonly dir = mkdtempSync(join(tmpdir(), "floodgate-redis-"));
   private readonly children = new Map<number, ChildProcess>();
 
-  constructor() {
+  /** `access`: what this group's own connections to its nodes take. */
+  constructor(readonly access: NodeAccess = OPEN) {
     running.add(this);
   }
 
-  async start(port: number, args: string[]): Promise<void> {
-    const child = spawn("redis-server", [...args, "--port", String(port), "--bind", HOST, "--dir", this.dir, "--save", "", "--appendonly", "no", "--logfile", this.log(port)], {
+  /** Starts a node, serving TLS only when the group's access says so; `access` is what pinging it takes (the group's by default). */
+  async start(port: number, args: string[], access: NodeAccess = this.access): Promise<void> {
+    const { tls } = this.access;
+    const listen = tls
+      ? ["--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca, "--tls-auth-clients", "no"]
+      : ["--port", String(port)];
+    const child = spawn("redis-server", [...args, ...listen, "--bind", HOST, "--dir", this.dir, "--save", "", "--appendonly", "no", "--logfile", this.log(port)], {
       stdio: "ignore",
     });
     this.children.set(port, child);
     await waitFor(
       `redis-server on port ${port}`,
-      async () => (await command(port, (r) => r.ping())) === "PONG",
+      async () => (await command(port, (r) => r.ping(), access)) === "PONG",
       () => (child.exitCode === null ? null : new Error(`redis-server on port ${port} exited: ${this.tail(port)}`)),
     );
   }
@@ -101,12 +122,20 @@ export interface ClusterOptions {
   replicasPerMaster?: number;
   /** cluster-node-timeout: how long a master may be silent before its replica takes over. */
   nodeTimeoutMs?: number;
+  /** requirepass (and masterauth) of every node; none by default. */
+  password?: string;
+  /** TLS only, between the nodes too (tls-cluster, tls-replication); plain TCP by default. */
+  tls?: NodeTls;
+  /** cluster-require-full-coverage: whether every master refuses commands while some slot has none (Redis's default, yes). */
+  requireFullCoverage?: boolean;
 }
 
 export function startRedisCluster(options: ClusterOptions = {}): Promise<LocalRedisCluster> {
   const masters = options.masters ?? 3;
   const replicas = options.replicasPerMaster ?? 1;
-  return withProcesses(async (processes) => {
+  const access: NodeAccess = { password: options.password ?? null, tls: options.tls ?? null };
+  const { password } = access;
+  return withProcesses(access, async (processes) => {
     const ports = await sparePorts(masters * (1 + replicas), BUS_OFFSET);
     const args = (port: number) => [
       "--cluster-enabled", "yes",
@@ -118,21 +147,24 @@ export function startRedisCluster(options: ClusterOptions = {}): Promise<LocalRe
       "--cluster-replica-validity-factor", "0",
       "--repl-diskless-sync", "yes",
       "--repl-diskless-sync-delay", "0",
+      "--cluster-require-full-coverage", options.requireFullCoverage === false ? "no" : "yes",
+      ...(password === null ? [] : ["--requirepass", password, "--masterauth", password]),
+      ...(access.tls === null ? [] : ["--tls-cluster", "yes", "--tls-replication", "yes"]),
     ];
     await Promise.all(ports.map((port) => processes.start(port, args(port))));
     const addresses = ports.map((port) => `${HOST}:${port}`);
     if (masters === 1 && replicas === 0) {
-      await redisCli(["-p", String(ports[0]), "cluster", "addslotsrange", "0", "16383"]);
+      await redisCli(["-p", String(ports[0]), "cluster", "addslotsrange", "0", "16383"], access);
     } else {
-      await redisCli(["--cluster", "create", ...addresses, "--cluster-replicas", String(replicas), "--cluster-yes"]);
+      await redisCli(["--cluster", "create", ...addresses, "--cluster-replicas", String(replicas), "--cluster-yes"], access);
     }
-    await waitFor("cluster_state:ok on every node, replicas in sync", () => clusterReady(ports, masters * replicas));
+    await waitFor("cluster_state:ok on every node, replicas in sync", () => clusterReady(ports, masters * replicas, access));
     const nodes = ports.map((port) => ({ host: HOST, port }));
     return {
       nodes,
       masterOf: async (slot) => {
         for (const node of nodes) {
-          const reply = await command(node.port, (redis) => redis.call("CLUSTER", "SLOTS") as Promise<[number, number, [string, number]][]>).catch(() => null);
+          const reply = await command(node.port, (redis) => redis.call("CLUSTER", "SLOTS") as Promise<[number, number, [string, number]][]>, access).catch(() => null);
           const range = reply?.find(([from, to]) => from <= slot && slot <= to);
           if (range) return { host: range[2][0], port: range[2][1] };
         }
@@ -153,17 +185,27 @@ export interface LocalRedisSentinel {
   stop(): Promise<void>;
 }
 
+export interface SentinelOptions {
+  /** requirepass (and masterauth) of the master and the replica; none by default. */
+  password?: string;
+  /** The sentinel's own requirepass; none by default. */
+  sentinelPassword?: string;
+}
+
 /** A master, one replica and one sentinel (quorum 1) watching them. */
-export function startRedisSentinel(): Promise<LocalRedisSentinel> {
+export function startRedisSentinel(options: SentinelOptions = {}): Promise<LocalRedisSentinel> {
   const masterName = "floodgate";
-  return withProcesses(async (processes) => {
+  const password = options.password ?? null;
+  const sentinelPassword = options.sentinelPassword ?? null;
+  const access: NodeAccess = { password, tls: null };
+  return withProcesses(access, async (processes) => {
     const [master, replica, sentinel] = (await sparePorts(3, 0)) as [number, number, number];
-    const replication = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"];
+    const replication = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", ...(password === null ? [] : ["--requirepass", password, "--masterauth", password])];
     await processes.start(master, replication);
     await processes.start(replica, [...replication, "--replicaof", HOST, String(master)]);
     // A sentinel learns of replicas from the master's INFO, which it reads on
     // connecting and then every 10 s: start it once the replica is in sync.
-    await waitFor("the replica to sync", async () => (await command(replica, (r) => r.info("replication"))).includes("master_link_status:up"));
+    await waitFor("the replica to sync", async () => (await command(replica, (r) => r.info("replication"), access)).includes("master_link_status:up"));
     const config = join(processes.dir, "sentinel.conf");
     writeFileSync(
       config,
@@ -171,16 +213,20 @@ export function startRedisSentinel(): Promise<LocalRedisSentinel> {
         `sentinel monitor ${masterName} ${HOST} ${master} 1`,
         `sentinel down-after-milliseconds ${masterName} 1000`,
         `sentinel failover-timeout ${masterName} 5000`,
+        ...(password === null ? [] : [`sentinel auth-pass ${masterName} ${password}`]),
+        ...(sentinelPassword === null ? [] : [`requirepass ${sentinelPassword}`]),
         "",
       ].join("\n"),
     );
-    await processes.start(sentinel, [config, "--sentinel"]);
+    const sentinelAccess: NodeAccess = { password: sentinelPassword, tls: null };
+    const toSentinel = <T>(body: (redis: Redis) => Promise<T>) => command(sentinel, body, sentinelAccess);
+    await processes.start(sentinel, [config, "--sentinel"], sentinelAccess);
     const current = async (): Promise<HostPort> => {
-      const [host, port] = (await command(sentinel, (r) => r.call("SENTINEL", "get-master-addr-by-name", masterName))) as [string, string];
+      const [host, port] = (await toSentinel((r) => r.call("SENTINEL", "get-master-addr-by-name", masterName))) as [string, string];
       return { host, port: Number(port) };
     };
     await waitFor("the sentinel to see the replica in sync", async () => {
-      const known = (await command(sentinel, (r) => r.call("SENTINEL", "replicas", masterName))) as string[][];
+      const known = (await toSentinel((r) => r.call("SENTINEL", "replicas", masterName))) as string[][];
       const fields = new Map(known[0]?.flatMap((value, i, all) => (i % 2 === 0 ? [[value, all[i + 1]] as const] : [])));
       return fields.get("flags") === "slave" && fields.get("master-link-status") === "ok";
     });
@@ -190,7 +236,7 @@ export function startRedisSentinel(): Promise<LocalRedisSentinel> {
       master: { host: HOST, port: master },
       failover: async () => {
         const before = await current();
-        await command(sentinel, (r) => r.call("SENTINEL", "failover", masterName));
+        await toSentinel((r) => r.call("SENTINEL", "failover", masterName));
         let after = before;
         await waitFor("the sentinel to report the promoted replica", async () => {
           after = await current();
@@ -203,9 +249,9 @@ export function startRedisSentinel(): Promise<LocalRedisSentinel> {
   });
 }
 
-/** Starts what `start` starts in a new group of processes; if it fails, they are stopped. */
-async function withProcesses<T>(start: (processes: Processes) => Promise<T>): Promise<T> {
-  const processes = new Processes();
+/** Starts what `start` starts in a new group of processes (whose nodes take `access`); if it fails, they are stopped. */
+async function withProcesses<T>(access: NodeAccess, start: (processes: Processes) => Promise<T>): Promise<T> {
+  const processes = new Processes(access);
   try {
     return await start(processes);
   } catch (error) {
@@ -214,10 +260,10 @@ async function withProcesses<T>(start: (processes: Processes) => Promise<T>): Pr
   }
 }
 
-async function clusterReady(ports: readonly number[], replicas: number): Promise<boolean> {
+async function clusterReady(ports: readonly number[], replicas: number, access: NodeAccess): Promise<boolean> {
   let inSync = 0;
   for (const port of ports) {
-    const [cluster, replication] = await command(port, (r) => Promise.all([r.call("CLUSTER", "INFO") as Promise<string>, r.info("replication")]));
+    const [cluster, replication] = await command(port, (r) => Promise.all([r.call("CLUSTER", "INFO") as Promise<string>, r.info("replication")]), access);
     if (!cluster.includes("cluster_state:ok")) return false;
     if (replication.includes("master_link_status:up")) inSync++;
   }
@@ -236,12 +282,23 @@ async function sparePorts(count: number, offset: number): Promise<number[]> {
   return ports;
 }
 
-async function redisCli(args: string[]): Promise<void> {
-  await run("redis-cli", ["-h", HOST, ...args], { timeout: 30_000 });
+async function redisCli(args: string[], { password, tls }: NodeAccess): Promise<void> {
+  const auth = password === null ? [] : ["-a", password, "--no-auth-warning"];
+  const secure = tls === null ? [] : ["--tls", "--cacert", tls.ca];
+  await run("redis-cli", ["-h", HOST, ...auth, ...secure, ...args], { timeout: 30_000 });
 }
 
-async function command<T>(port: number, body: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis({ host: HOST, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+async function command<T>(port: number, body: (redis: Redis) => Promise<T>, { password, tls }: NodeAccess): Promise<T> {
+  const redis = new Redis({
+    host: HOST,
+    port,
+    ...(password === null ? {} : { password }),
+    ...(tls === null ? {} : { tls: { ca: readFileSync(tls.ca) } }),
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1_000,
+  });
   redis.on("error", () => undefined); // the command's promise carries the error
   try {
     await redis.connect();

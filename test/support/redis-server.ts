@@ -12,8 +12,16 @@ import { freePort } from "../../scripts/support/free-port.js";
 
 export { freePort };
 
+export interface OwnRedisOptions {
+  /** More redis-server arguments (--requirepass, --user …). */
+  args?: string[];
+  /** Serve TLS only, on the port (PEM files; the CA verifies client certificates, which `authClients` requires). */
+  tls?: { cert: string; key: string; ca: string; authClients: boolean };
+}
+
 export interface OwnRedis {
   port: number;
+  /** redis://127.0.0.1:<port>, or rediss:// when it serves TLS. */
   url: string;
   /** Kills the server (SIGKILL), as a crash would. */
   kill(): Promise<void>;
@@ -22,12 +30,16 @@ export interface OwnRedis {
   stop(): Promise<void>;
 }
 
-export async function startOwnRedis(): Promise<OwnRedis> {
+export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "floodgate-redis-"));
+  const { tls } = options;
+  const listen = tls
+    ? ["--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca, "--tls-auth-clients", tls.authClients ? "yes" : "no"]
+    : ["--port", String(port)];
   let child: ChildProcess | null = null;
   const start = async () => {
-    child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
+    child = spawn("redis-server", [...listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...(options.args ?? [])], {
       stdio: "ignore",
     });
     await waitForPort(port, true);
@@ -44,7 +56,7 @@ export async function startOwnRedis(): Promise<OwnRedis> {
   await start();
   return {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: `${tls ? "rediss" : "redis"}://127.0.0.1:${port}`,
     kill,
     restart: start,
     stop: async () => {

@@ -22,12 +22,15 @@
  *
  * Several calls (a batch, or the checks of one GraphQL operation) go out
  * together: one round trip for all reserves and decisions, one more for the
- * releases when there are any.
+ * releases when there are any. Each call succeeds or fails on its own
+ * (decideEach): a Redis Cluster master that fails, or does not answer within
+ * the deadline, fails only the calls with a bucket on it, and is named as the
+ * failed shard, so that the caller can keep a circuit breaker per master.
  */
 
 import type { Cluster, Pipeline, Redis } from "ioredis";
 import { combine, type BucketOutcome, type Verdict } from "../../domain/algorithms/index.js";
-import type { Clock, CounterCall, CounterReply, CounterStore } from "../../domain/ports.js";
+import type { CallFailure, Clock, CounterCall, CounterReply, ShardedCounterStore, Unsubscribe } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
 import { decideArgs, MODES, registerScripts, type Mode, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
 
@@ -42,8 +45,11 @@ export interface RedisCounterStoreOptions {
   onReleaseFailed?: (error: unknown, units: number) => void;
 }
 
-/** The indexes (in the call) of the buckets that live in one slot. */
-type Part = number[];
+/** The indexes (in the call) of the buckets that live in one slot, and the shard (master) that serves the slot. */
+interface Part {
+  buckets: number[];
+  shard: string;
+}
 
 /** What one slot took for a call, to be given back if the call is not admitted. */
 interface Reservation {
@@ -52,7 +58,17 @@ interface Reservation {
   receipts: string[];
 }
 
-type Settled = { reply: ScriptReply } | { error: unknown };
+/** One run of decide.lua, and the shard it goes to. */
+interface Command {
+  args: ScriptArgs;
+  shard: string;
+}
+
+/** A command's answer; one that missed the deadline carries the answer still to come. */
+type Settled = { reply: ScriptReply } | { error: unknown; late?: Promise<Settled> };
+
+/** The shard of slots the client has not learnt yet (before it first reaches the cluster). */
+export const UNKNOWN_SHARD = "unknown";
 
 interface Decided {
   reply: CounterReply;
@@ -64,12 +80,15 @@ interface Failed {
   reservations: Reservation[];
 }
 
-export class RedisCounterStore implements CounterStore {
+export class RedisCounterStore implements ShardedCounterStore {
   readonly description: string;
   private readonly redis: ScriptedRedis;
+  /** One Redis ("host:port"), or a Sentinel group ("sentinel:<master name>": its master moves, the group stays): the only shard. */
+  private readonly singleShard: string;
   private readonly layout: KeyLayout;
   private readonly clock: Clock | undefined;
   private readonly onReleaseFailed: (error: unknown, units: number) => void;
+  private readonly shardWatchers = new Set<(shards: readonly string[]) => void>();
 
   constructor(client: Redis | Cluster, options: RedisCounterStoreOptions) {
     if (client.isCluster && client.options.enableAutoPipelining) {
@@ -83,35 +102,62 @@ export class RedisCounterStore implements CounterStore {
     this.clock = options.clock;
     this.onReleaseFailed = options.onReleaseFailed ?? (() => undefined);
     this.description = client.isCluster ? "redis cluster" : "redis";
+    const { host, port, sentinels, name } = client.options as Redis["options"];
+    // Never consulted on a cluster, whose shards are its masters.
+    this.singleShard = sentinels ? `sentinel:${name}` : `${host}:${port}`;
+    // ioredis refreshes a cluster's slots after MOVED and after losing a node.
+    if (client.isCluster) client.on("refresh", () => this.shardsChanged());
   }
 
+  /** Every call decided, or the first failure thrown (after every other call was decided or failed on its own). */
   async decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
-    const plans = calls.map((call) => ({ call, parts: this.partsOf(call) }));
-    const first = plans.flatMap(({ call, parts }) =>
-      parts.length === 1
-        ? [this.scriptArgs(call, parts[0]!, call.dryRun ? MODES.dryRun : MODES.decide)]
-        : parts.map((part) => this.scriptArgs(call, part, call.dryRun ? MODES.probe : MODES.reserve)),
-    );
-    const settled = await this.send(first);
-    let next = 0;
-    const results = plans.map(({ call, parts }): Decided | Failed => {
-      const mine = settled.slice(next, (next += parts.length));
-      if (parts.length > 1) return combineSlots(call, parts, mine);
-      const only = mine[0]!;
-      return "error" in only ? { error: only.error, reservations: [] } : { reply: parseDecision(only.reply), reservations: [] };
-    });
+    const { results } = await this.decideEach(calls, Number.POSITIVE_INFINITY);
+    const failed = results.find((r): r is CallFailure => "error" in r);
+    if (failed) throw failed.error;
+    return results as CounterReply[];
+  }
 
-    // A failed call fails the batch: nothing of it is admitted, so every
-    // reservation goes back (a single-slot call that was decided stays
-    // counted, as when a pipeline on one Redis fails part way).
-    const failed = results.find((r): r is Failed => "error" in r);
-    if (failed) {
-      await this.release(results.flatMap((r) => r.reservations));
-      throw failed.error;
+  async decideEach(calls: readonly CounterCall[], deadlineMs: number): Promise<{ results: (CounterReply | CallFailure)[]; failedShards: ReadonlySet<string> }> {
+    const deadline = new Deadline(deadlineMs);
+    const failedShards = new Set<string>();
+    try {
+      const plans = calls.map((call) => ({ call, parts: this.partsOf(call) }));
+      const first = plans.flatMap(({ call, parts }) =>
+        parts.length === 1
+          ? [this.command(call, parts[0]!, call.dryRun ? MODES.dryRun : MODES.decide)]
+          : parts.map((part) => this.command(call, part, call.dryRun ? MODES.probe : MODES.reserve)),
+      );
+      const settled = await this.send(first, deadline);
+      settled.forEach((s, i) => {
+        if ("error" in s) failedShards.add(first[i]!.shard);
+      });
+      let next = 0;
+      const results = plans.map(({ call, parts }): Decided | Failed => {
+        const mine = settled.slice(next, (next += parts.length));
+        if (parts.length > 1) return combineSlots(call, parts, mine, (reservation) => this.release([reservation], NO_DEADLINE, new Set()));
+        const only = mine[0]!;
+        return "error" in only ? { error: only.error, reservations: [] } : { reply: parseDecision(only.reply), reservations: [] };
+      });
+      // A failed call admits nothing, so what its slots took goes back; so
+      // does what a denied call took.
+      await this.release(
+        results.flatMap((r) => ("error" in r || !r.reply.allowed ? r.reservations : [])),
+        deadline,
+        failedShards,
+      );
+      return { results: results.map((r) => ("error" in r ? { error: r.error } : r.reply)), failedShards };
+    } finally {
+      deadline.cancel();
     }
-    const decided = results.filter((r): r is Decided => "reply" in r);
-    await this.release(decided.flatMap((r) => (r.reply.allowed ? [] : r.reservations)));
-    return decided.map((r) => r.reply);
+  }
+
+  shardOf(ruleId: string, key: string): string {
+    return this.redis.isCluster ? this.shardOfSlot(this.layout.slotOf(ruleId, this.layout.field(key))) : this.singleShard;
+  }
+
+  watchShards(listener: (shards: readonly string[]) => void): Unsubscribe {
+    this.shardWatchers.add(listener);
+    return () => this.shardWatchers.delete(listener);
   }
 
   async reset(ruleId: string, key: string): Promise<boolean> {
@@ -124,64 +170,123 @@ export class RedisCounterStore implements CounterStore {
     await this.redis.quit();
   }
 
+  private shardsChanged(): void {
+    if (this.shardWatchers.size === 0) return;
+    const masters = new Set<string>();
+    for (let slot = 0; slot < SLOTS; slot++) masters.add(this.shardOfSlot(slot));
+    for (const watcher of this.shardWatchers) watcher([...masters]);
+  }
+
+  /** The master serving a slot, as the client last learnt it (it learns again after MOVED and after losing a node). */
+  private shardOfSlot(slot: number): string {
+    return (this.redis as Cluster).slots[slot]?.[0] ?? UNKNOWN_SHARD;
+  }
+
   /** The call's buckets grouped by slot, in the order they first appear; one part on a single Redis. */
   private partsOf(call: CounterCall): Part[] {
     const all = call.buckets.map((_, i) => i);
-    if (!this.redis.isCluster) return [all];
+    if (!this.redis.isCluster) return [{ buckets: all, shard: this.singleShard }];
     const bySlot = new Map<number, Part>();
     for (const i of all) {
       const bucket = call.buckets[i]!;
       const slot = this.layout.slotOf(bucket.ruleId, this.layout.field(bucket.key));
       const part = bySlot.get(slot);
-      if (part) part.push(i);
-      else bySlot.set(slot, [i]);
+      if (part) part.buckets.push(i);
+      else bySlot.set(slot, { buckets: [i], shard: this.shardOfSlot(slot) });
     }
     return [...bySlot.values()];
   }
 
-  private async release(reservations: readonly Reservation[]): Promise<void> {
+  /**
+   * Gives reservations back. The decisions stand whatever happens: a release
+   * that fails is reported with the units it leaves counted, and its shard
+   * counts as failed. One still unanswered at the deadline (which the first
+   * round may have used up) is not waited for, nor held against its shard,
+   * whose reserve has just answered: it is reported only if it fails.
+   */
+  private async release(reservations: readonly Reservation[], deadline: Deadline, failedShards: Set<string>): Promise<void> {
     if (reservations.length === 0) return;
-    const settled = await this.send(reservations.map(({ call, part, receipts }) => [...this.scriptArgs(call, part, MODES.release), ...receipts]));
+    const commands = reservations.map(({ call, part, receipts }): Command => {
+      const { args, shard } = this.command(call, part, MODES.release);
+      return { args: [...args, ...receipts], shard };
+    });
+    const settled = await this.send(commands, deadline);
     settled.forEach((s, i) => {
       if (!("error" in s)) return;
       const { call, receipts } = reservations[i]!;
-      this.onReleaseFailed(s.error, call.cost * receipts.filter((r) => r !== "").length);
+      const report = (error: unknown) => this.onReleaseFailed(error, call.cost * receipts.filter((r) => r !== "").length);
+      if (s.late !== undefined) return void s.late.then((answer) => "error" in answer && report(answer.error));
+      failedShards.add(commands[i]!.shard);
+      report(s.error);
     });
   }
 
   /**
-   * Sends every command at once and waits for all. On a cluster each command
-   * goes to its slot's node by itself: all are in flight together, so the
-   * commands for one node travel back to back on its connection, in one round
-   * trip, and each keeps ioredis's own handling of MOVED, ASK and TRYAGAIN
-   * (an ioredis cluster pipeline retries those only when every command in it
-   * failed alike). On one Redis they go as one pipeline.
+   * Sends every command at once and waits for all, or for the deadline: a
+   * command not answered by then settles as failed, its answer still to come.
+   * On a cluster each command goes to its slot's node by itself: all are in
+   * flight together, so the commands for one node travel back to back on its
+   * connection, in one round trip, and each keeps ioredis's own handling of
+   * MOVED, ASK and TRYAGAIN (an ioredis cluster pipeline retries those only
+   * when every command in it failed alike). On one Redis they go as one
+   * pipeline.
    */
-  private async send(commands: readonly ScriptArgs[]): Promise<Settled[]> {
-    if (this.redis.isCluster || commands.length === 1) {
-      return Promise.all(
-        commands.map((args) =>
-          this.redis.floodgateDecide(...args).then(
-            (reply): Settled => ({ reply }),
-            (error: unknown): Settled => ({ error }),
-          ),
-        ),
-      );
-    }
-    const pipeline = this.redis.pipeline() as Pipeline & ScriptedRedis;
-    for (const args of commands) void pipeline.floodgateDecide(...args);
-    try {
-      const results = (await pipeline.exec()) ?? [];
-      return results.map(([error, reply]) => (error ? { error } : { reply: reply as ScriptReply }));
-    } catch (error) {
-      return commands.map(() => ({ error }));
-    }
+  private send(commands: readonly Command[], deadline: Deadline): Promise<Settled[]> {
+    const answers = this.redis.isCluster || commands.length === 1 ? commands.map(({ args }) => settle(this.redis.floodgateDecide(...args))) : this.pipelined(commands);
+    return Promise.all(answers.map((answer) => deadline.race(answer)));
   }
 
-  private scriptArgs(call: CounterCall, part: Part, mode: Mode): ScriptArgs {
-    return decideArgs(this.layout, call, part, mode, this.clock ? this.clock.now() : null);
+  private pipelined(commands: readonly Command[]): Promise<Settled>[] {
+    const pipeline = this.redis.pipeline() as Pipeline & ScriptedRedis;
+    for (const { args } of commands) void pipeline.floodgateDecide(...args);
+    const all = pipeline.exec().then(
+      (results) => (results ?? []).map(([error, reply]): Settled => (error ? { error } : { reply: reply as ScriptReply })),
+      (error: unknown) => commands.map((): Settled => ({ error })),
+    );
+    return commands.map((_, i) => all.then((settled) => settled[i]!));
+  }
+
+  private command(call: CounterCall, part: Part, mode: Mode): Command {
+    return { args: decideArgs(this.layout, call, part.buckets, mode, this.clock ? this.clock.now() : null), shard: part.shard };
   }
 }
+
+const SLOTS = 16384;
+
+function settle(reply: Promise<ScriptReply>): Promise<Settled> {
+  return reply.then(
+    (value): Settled => ({ reply: value }),
+    (error: unknown): Settled => ({ error }),
+  );
+}
+
+/**
+ * When the commands of one decideEach must have answered; a deadline of
+ * Infinity never comes. A late answer is not waited for: the call has failed
+ * by then (its caller decides it by failure mode).
+ */
+class Deadline {
+  private readonly timer: NodeJS.Timeout | null;
+  private readonly expired: Promise<void>;
+
+  constructor(private readonly ms: number) {
+    let expire = () => undefined as void;
+    this.expired = new Promise<void>((resolve) => (expire = resolve));
+    this.timer = Number.isFinite(ms) ? setTimeout(expire, ms) : null;
+  }
+
+  race(answer: Promise<Settled>): Promise<Settled> {
+    if (this.timer === null) return answer;
+    return Promise.race([answer, this.expired.then((): Settled => ({ error: new Error(`no answer from Redis within ${this.ms} ms`), late: answer }))]);
+  }
+
+  cancel(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+  }
+}
+
+/** A deadline that never comes, for releases of reservations that answered late (nobody is waiting for them). */
+const NO_DEADLINE = new Deadline(Number.POSITIVE_INFINITY);
 
 /** A decide reply: now, allowed, then 5 integers per rule. */
 function parseDecision(reply: ScriptReply): CounterReply {
@@ -198,6 +303,12 @@ function parseDecision(reply: ScriptReply): CounterReply {
     });
   }
   return { nowMs: at(0), allowed: at(1) === 1, outcomes };
+}
+
+/** What a reserve reply says the slot took, or null when it took nothing. */
+function reservationOf(call: CounterCall, part: Part, reply: ScriptReply): Reservation | null {
+  const { receipts } = parseReservation(reply, part.buckets.length);
+  return receipts.some((r) => r !== "") ? { call, part, receipts } : null;
 }
 
 /** A reserve reply: now, allowed in the slot, 7 integers per rule, then a receipt per rule. */
@@ -220,19 +331,28 @@ function parseReservation(reply: ScriptReply, count: number): { nowMs: number; v
 
 /**
  * One call's slots, reserved: their verdicts combined as one call would
- * combine them. The reply's time is the first bucket's slot's.
+ * combine them. The reply's time is the first bucket's slot's. When a slot
+ * failed the call fails; a reserve that missed the deadline may still take
+ * units, so when its answer comes `releaseLate` gives them back.
  */
-function combineSlots(call: CounterCall, parts: readonly Part[], settled: readonly Settled[]): Decided | Failed {
+function combineSlots(call: CounterCall, parts: readonly Part[], settled: readonly Settled[], releaseLate: (reservation: Reservation) => Promise<void>): Decided | Failed {
   const verdicts: Verdict[] = [];
   const reservations: Reservation[] = [];
   let nowMs = 0;
   settled.forEach((s, p) => {
-    if ("error" in s) return;
     const part = parts[p]!;
-    const reserved = parseReservation(s.reply, part.length);
+    if ("error" in s) {
+      s.late?.then((answer) => {
+        const reservation = "reply" in answer ? reservationOf(call, part, answer.reply) : null;
+        if (reservation !== null) void releaseLate(reservation);
+      });
+      return;
+    }
+    const reserved = parseReservation(s.reply, part.buckets.length);
     if (p === 0) nowMs = reserved.nowMs;
-    part.forEach((bucket, j) => (verdicts[bucket] = reserved.verdicts[j]!));
-    if (reserved.receipts.some((r) => r !== "")) reservations.push({ call, part, receipts: reserved.receipts });
+    part.buckets.forEach((bucket, j) => (verdicts[bucket] = reserved.verdicts[j]!));
+    const reservation = reservationOf(call, part, s.reply);
+    if (reservation !== null) reservations.push(reservation);
   });
   const failed = settled.find((s) => "error" in s);
   if (failed) return { error: failed.error, reservations };
