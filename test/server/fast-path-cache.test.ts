@@ -46,7 +46,7 @@ describe(`the fast path's cache (FAST_PATH_CACHE_BYTES=${CACHE_BYTES})`, () => {
 
   /** The fast path's gauges at GET /metrics. */
   async function cache(): Promise<{ documents: number; bytes: number }> {
-    const metrics = await (await fetch(new URL("/metrics", t.app.url))).text();
+    const metrics = await (await fetch(new URL("/metrics", t.app.url), { headers: { authorization: `Bearer ${t.adminToken}` } })).text();
     const gauge = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(metrics)?.[1]);
     return { documents: gauge("floodgate_fast_path_documents"), bytes: gauge("floodgate_fast_path_bytes") };
   }
