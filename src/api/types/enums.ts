@@ -24,7 +24,7 @@ registerEnumType(DimensionEnum, {
     USER: { description: "The request's userId." },
     IP: { description: "The request's ip." },
     API_KEY: { description: "The request's apiKey." },
-    CLIENT: { description: "A fingerprint of the caller: a hash over ip, userAgent and apiKey." },
+    CLIENT: { description: "A fingerprint of the caller: a hash over ip, userAgent, apiKey and cookie." },
     ENDPOINT: { description: 'The request\'s method and resource together, e.g. "POST /api/v1/orders".' },
   },
 });
