@@ -6,16 +6,18 @@
  */
 
 import type { PubSub } from "type-graphql";
-import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
+import type { Invalidation, NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
 import type { Telemetry } from "../engine/telemetry.js";
 import { subscriberTooSlow } from "./errors.js";
 import { eventStream } from "./event-stream.js";
+import { listenForInvalidations } from "./invalidations.js";
 
 export const Topic = {
   THROTTLE_EVENTS: "THROTTLE_EVENTS",
   NEAR_LIMIT_EVENTS: "NEAR_LIMIT_EVENTS",
   RULE_CHANGES: "RULE_CHANGES",
+  INVALIDATIONS: "INVALIDATIONS",
 } as const;
 
 export interface EventFilter {
@@ -29,10 +31,9 @@ export const SUBSCRIBER_BUFFER = 1000;
 type Listen<T> = (listener: (event: T) => void) => Unsubscribe;
 
 export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
-  const filtered = <T extends { tenantId: string; ruleId: string }>(listen: Listen<T>, { tenantId, ruleId }: EventFilter = {}) => {
-    const wanted = (event: T) => (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId);
+  const stream = <T>(subscribe: (push: (event: T) => void) => Unsubscribe) => {
     telemetry.subscriptionOpened();
-    return eventStream<T>((push) => listen((event) => wanted(event) && push(event)), {
+    return eventStream<T>(subscribe, {
       capacity: SUBSCRIBER_BUFFER,
       overflow: () => {
         telemetry.eventsDropped(SUBSCRIBER_BUFFER + 1);
@@ -40,6 +41,10 @@ export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
       },
       onClose: () => telemetry.subscriptionClosed(),
     });
+  };
+  const filtered = <T extends { tenantId: string; ruleId: string }>(listen: Listen<T>, { tenantId, ruleId }: EventFilter = {}) => {
+    const wanted = (event: T) => (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId);
+    return stream<T>((push) => listen((event) => wanted(event) && push(event)));
   };
   return {
     publish(routingKey, payload) {
@@ -53,6 +58,7 @@ export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
       if (routingKey === Topic.THROTTLE_EVENTS) return filtered<ThrottleEvent>((l) => events.onThrottle(l), wanted);
       if (routingKey === Topic.NEAR_LIMIT_EVENTS) return filtered<NearLimitEvent>((l) => events.onNearLimit(l), wanted);
       if (routingKey === Topic.RULE_CHANGES) return filtered<RuleChange>((l) => events.onRuleChange(l), wanted);
+      if (routingKey === Topic.INVALIDATIONS) return stream<Invalidation>((push) => listenForInvalidations(events, wanted?.tenantId ?? null, push));
       throw new Error(`unknown topic ${routingKey}`);
     },
   };

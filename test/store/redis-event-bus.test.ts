@@ -50,7 +50,7 @@ const THROTTLE: ThrottleEvent = {
   count: 3,
 };
 
-const RESET: BucketReset = { ruleId: "r1", key: "user:u1" };
+const RESET: BucketReset = { ruleId: "r1", tenantId: "acme", key: "user:u1" };
 
 const { retryAfter: _retryAfter, ...sharedFields } = THROTTLE;
 const NEAR_LIMIT: NearLimitEvent = { ...sharedFields, remaining: 0, count: 1 };

@@ -1,9 +1,9 @@
 import { Arg, ID, Resolver, Root, Subscription } from "type-graphql";
-import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
+import type { Invalidation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
 import { scopeTenant } from "../../domain/access.js";
 import type { ApiContext } from "../context.js";
 import { Topic, type EventFilter } from "../event-pubsub.js";
-import { NearLimitEventType, RuleChangeType, ThrottleEventType } from "../types/event.type.js";
+import { InvalidationType, NearLimitEventType, RuleChangeType, ThrottleEventType } from "../types/event.type.js";
 
 @Resolver()
 export class EventResolver {
@@ -29,6 +29,21 @@ export class EventResolver {
   ruleChanges(@Root() change: RuleChange, @Arg("tenantId", () => String, { nullable: true }) _tenantId: string | null): RuleChange {
     return change;
   }
+
+  @Subscription(() => InvalidationType, {
+    topics: Topic.INVALIDATIONS,
+    topicId: ({ args, context }) => checkable(context, args),
+    description:
+      'What makes remembered decisions of the tenant stale: its rules\' and "*" rules\' changes and bucket resets. Any key that may check the tenant\'s limits may subscribe (CHECKER too), so that its client can keep cached refusals honest.',
+  })
+  invalidations(@Root() invalidation: Invalidation, @Arg("tenantId", () => String, { nullable: true }) _tenantId: string | null): Invalidation {
+    return invalidation;
+  }
+}
+
+/** The invalidations a subscriber may receive: those of a tenant whose limits it may check (an ADMIN asking for none: every tenant's). */
+function checkable(context: unknown, args: EventFilter): EventFilter {
+  return { tenantId: scopeTenant((context as ApiContext).principal, "checkLimits", args.tenantId) };
 }
 
 /** The events a subscriber may receive: its own tenant's unless it is an ADMIN (FORBIDDEN for another tenant). */
