@@ -297,16 +297,14 @@ export class FloodgateClient {
    * again, without it; one at a time when the error does not say which it is.
    */
   private async isolate(checks: PendingCheck[], error: FloodgateError, deadlineAtMs: number): Promise<void> {
-    if (checks.length === 1) {
-      this.counts.callerErrors++;
-      checks[0]!.reject(error);
-      return;
-    }
     const index = error.field === null ? null : BATCH_FIELD.exec(error.field);
-    const faulty = index === null ? -1 : Number(index[1]);
+    const faulty = index === null ? (checks.length === 1 ? 0 : -1) : Number(index[1]);
     if (faulty >= 0 && faulty < checks.length) {
       this.counts.callerErrors++;
-      checks[faulty]!.reject(new FloodgateError(error.message.replace(`requests[${faulty}]`, "request"), error.code, `request.${index![2]}`.replace(/\.$/, "")));
+      // The batch's field ("requests[3].ip") as the check's own ("request.ip").
+      const field = index === null ? error.field : `request.${index[2]}`.replace(/\.$/, "");
+      checks[faulty]!.reject(new FloodgateError(error.message.replace(`requests[${faulty}]`, "request"), error.code, field));
+      if (checks.length === 1) return;
       await this.send(
         checks.filter((_, i) => i !== faulty),
         deadlineAtMs,
