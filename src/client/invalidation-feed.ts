@@ -10,7 +10,7 @@
  * PONG_TIMEOUT_MS, the longest a missed invalidation can be served.
  */
 
-import { createClient, type Client } from "graphql-ws";
+import { createClient, type Client } from "graphql-ws/client";
 import type { FloodgateInvalidationsSubscription } from "./generated/operations.js";
 import type { Platform } from "./platform/types.js";
 import type { RefusalCache } from "./refusal-cache.js";
