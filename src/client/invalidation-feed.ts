@@ -87,7 +87,8 @@ export class InvalidationFeed {
     if (this.resubscribe !== null) clearTimeout(this.resubscribe);
     this.unsubscribe?.();
     this.options.cache.setLive(false);
-    return Promise.resolve(this.client.dispose());
+    // graphql-ws's dispose() rejects with the last connection attempt's error when Floodgate was down: closing still succeeds.
+    return Promise.resolve(this.client.dispose()).catch(() => undefined);
   }
 
   private subscribe(): void {

@@ -262,3 +262,11 @@ describe("FloodgateClient options", () => {
     await expect(client.check({ tenantId: "acme" })).rejects.toMatchObject({ code: "CLIENT_CLOSED" });
   });
 });
+
+describe("FloodgateClient close()", () => {
+  it("succeeds while Floodgate is unreachable, its push channel still trying to connect", async () => {
+    const client = new FloodgateClient({ url: await refusingUrl(), token: "t" });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await expect(client.close()).resolves.toBeUndefined();
+  });
+});
