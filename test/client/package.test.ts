@@ -1,18 +1,22 @@
 /**
- * Importing floodgate/client loads none of the server's modules or
- * dependencies, in Node and in a fetch runtime. The built package is imported
- * by its name in a child Node process whose module resolution hook records
- * every URL it resolves, and the client makes a real check there.
+ * The built package as users import it, by its name, in child Node
+ * processes. Importing floodgate/client loads none of the server's modules
+ * or dependencies, in Node and in a fetch runtime: a module resolution hook
+ * records every URL the process resolves, and the client makes a real check
+ * there. And the README's Express example, run as it is written, answers 429
+ * with the headers and the problem details body.
  */
 
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { apiKey } from "../support/floodgate-clients.js";
+import { freePort } from "../support/redis-server.js";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -73,5 +77,46 @@ describe("importing floodgate/client", () => {
     expect(loads.some((url) => url.endsWith("/dist/client/platform/fetch.js"))).toBe(true);
     expect(loads.filter((url) => url.includes("/node_modules/undici/") || url.includes("/node_modules/ws/") || url.startsWith("node:"))).toEqual([]);
     expect(serverModules(loads)).toEqual([]);
+  }, 60_000);
+});
+
+describe("the README's Express example", () => {
+  it("limits an Express app in under 10 lines: the sixth request of a minute gets 429 with headers and body", async () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Client and middleware"));
+    const example = /```js\n([\s\S]*?)```/.exec(section)![1]!;
+    expect(example.trim().split("\n").length).toBeLessThan(10);
+    // Inside the package (dist is), so that "floodgate/express" resolves to the package itself.
+    const file = join(root, "dist", "readme-example.mjs");
+    writeFileSync(file, example);
+    const { CreateRuleDocument } = await import("../generated/graphql.js");
+    await t.client.data(CreateRuleDocument, { input: { tenantId: "acme", name: "per-ip", scope: ["IP"], limit: 5, window: 1, windowUnit: "MINUTES" } });
+    const port = await freePort();
+    const app = spawn(process.execPath, [file], {
+      cwd: root,
+      env: { ...process.env, FLOODGATE_URL: t.app.url, FLOODGATE_TOKEN: await apiKey(t.client, "acme"), PORT: String(port) },
+      stdio: "ignore",
+    });
+    try {
+      const get = () => fetch(`http://127.0.0.1:${port}/api/orders`);
+      for (let attempt = 0; ; attempt++) {
+        const started = await get().then(() => true, () => false);
+        if (started) break;
+        if (attempt > 200) throw new Error("the example app never listened");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      // The probe that found it listening was the first request.
+      for (let i = 2; i <= 5; i++) expect((await get()).status).toBe(200);
+      const denied = await get();
+      expect(denied.status).toBe(429);
+      expect(denied.headers.get("content-type")).toBe("application/problem+json");
+      expect(denied.headers.get("x-ratelimit-limit")).toBe("5");
+      expect(denied.headers.get("ratelimit-policy")).toBe('"per-ip";q=5;w=60');
+      const retryAfter = Number(denied.headers.get("retry-after"));
+      expect(await denied.json()).toMatchObject({ status: 429, rule: "per-ip", retry_after: retryAfter, error: { code: "RATE_LIMIT_EXCEEDED", retry_after: retryAfter } });
+    } finally {
+      app.kill();
+      rmSync(file, { force: true });
+    }
   }, 60_000);
 });
