@@ -19,13 +19,13 @@
  * those describe Floodgate's shared counters, which it could not read.
  */
 
-import { combine, evaluate, stateExpiresAt, type BucketOutcome, type CounterState, type LimitParams } from "../domain/algorithms/index.js";
+import { combine, evaluate, limitParamsOf, stateExpiresAt, type BucketOutcome, type CounterState, type LimitParams } from "../domain/algorithms/index.js";
 import { bucketId, compileBucketKey, type BucketKeyOf } from "../domain/bucket-key.js";
 import { isNearLimit } from "../domain/decision.js";
 import { compileGlob, type CompiledGlob } from "../domain/glob.js";
 import { LruCache } from "../domain/lru-cache.js";
 import { parseCheckRequest, type CheckRequest } from "../domain/request.js";
-import { ALL_TENANTS, capacityOf, windowSecondsOf } from "../domain/rule.js";
+import { ALL_TENANTS } from "../domain/rule.js";
 import { retryAfterHeaders, retryAfterSeconds, ruleLessDecision, type FloodgateDecision } from "./decision.js";
 import type { CheckLimitsInput, ClientRuleFragment } from "./generated/operations.js";
 
@@ -104,17 +104,14 @@ export class LocalLimiter {
     const deciding = (enforcing[0] ?? results[0])!;
     const throttled = results.filter((r) => r.rule.action === "THROTTLE");
     const retryAfter = allowed ? null : deciding.retryAfter;
+    const { rule, limit, remaining, resetAt } = deciding;
     return {
       allowed,
       degraded: true,
       decidedAt: new Date(nowMs).toISOString(),
       source: "CLIENT_FAILURE_MODE",
-      rule: deciding.rule,
-      action: deciding.rule.action,
-      limit: deciding.limit,
-      remaining: deciding.remaining,
-      resetAt: deciding.resetAt,
-      retryAfter,
+      // The deciding rule's:
+      rule, action: rule.action, limit, remaining, resetAt, retryAfter,
       delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.delayMs)) : null,
       nearLimit: allowed && enforcing.some((r) => r.nearLimit),
       results,
@@ -142,17 +139,13 @@ export class LocalLimiter {
 
   private compile(rule: ClientRuleFragment): KnownRule {
     const { instances } = this.options;
+    const whole = limitParamsOf(rule);
+    const share = (n: number) => Math.max(1, Math.floor(n / instances));
     return {
       rule,
       glob: rule.resource === null ? null : compileGlob(rule.resource),
       keyOf: compileBucketKey(rule),
-      params: {
-        algorithm: rule.algorithm,
-        limit: Math.max(1, Math.floor(rule.limit / instances)),
-        windowMs: windowSecondsOf(rule.window, rule.windowUnit) * 1000,
-        capacity: Math.max(1, Math.floor(capacityOf(rule) / instances)),
-        action: rule.action,
-      },
+      params: { ...whole, limit: share(whole.limit), capacity: share(whole.capacity) },
     };
   }
 }
