@@ -142,6 +142,8 @@ export class FloodgateClient {
   private readonly feed: InvalidationFeed | null;
   private readonly local: LocalLimiter | null;
   private readonly open = new Map<string, Batch>();
+  /** Batches sent and not yet answered, for close() to wait for. */
+  private readonly inFlight = new Set<Promise<void>>();
   private turnScheduled = false;
   private degraded = false;
   private closed = false;
@@ -231,8 +233,8 @@ export class FloodgateClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const inFlight = [...this.open.values()].map((batch) => this.flush(batch));
-    await Promise.all(inFlight);
+    for (const batch of [...this.open.values()]) void this.flush(batch);
+    await Promise.all([...this.inFlight]);
     await this.feed?.close();
     await this.transport.close();
   }
@@ -263,7 +265,9 @@ export class FloodgateClient {
     if (this.open.get(batch.tenantId) === batch) this.open.delete(batch.tenantId);
     if (batch.timer !== null) clearTimeout(batch.timer);
     batch.timer = null;
-    return this.send(batch.checks, batch.deadlineAtMs);
+    const sending = this.send(batch.checks, batch.deadlineAtMs);
+    this.inFlight.add(sending);
+    return sending.finally(() => this.inFlight.delete(sending));
   }
 
   private async send(checks: PendingCheck[], deadlineAtMs: number): Promise<void> {

@@ -270,3 +270,22 @@ describe("FloodgateClient close()", () => {
     await expect(client.close()).resolves.toBeUndefined();
   });
 });
+
+describe("FloodgateClient close() with checks in flight", () => {
+  it("waits for the checks already sent: each resolves with a decision", async () => {
+    const silent = await silentServer();
+    try {
+      // Over fetch, whose transport has nothing of its own to wait for.
+      const client = new FloodgateClient({ url: silent.url, token: "t", timeoutMs: 300, cache: false, fetch: globalThis.fetch });
+      const pending = client.check({ tenantId: "acme" });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      let settledBeforeClose = false;
+      void pending.then(() => (settledBeforeClose = true));
+      await client.close();
+      expect(settledBeforeClose).toBe(true);
+      expect(await pending).toMatchObject({ allowed: true, degraded: true, source: "CLIENT_FAILURE_MODE" });
+    } finally {
+      await silent.close();
+    }
+  });
+});
