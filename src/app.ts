@@ -10,6 +10,7 @@ import { MAX_BATCH } from "./api/resolvers/limit.resolver.js";
 import { buildApiSchema } from "./api/schema.js";
 import { resolveAdminToken } from "./config/admin-token.js";
 import { SettingsError, type Settings } from "./config/settings.js";
+import { ApiKeySnapshotFile } from "./db/api-key-snapshot-file.js";
 import { openDatabase, type Database } from "./db/database.js";
 import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
@@ -19,6 +20,7 @@ import { systemClock, type Clock, type CounterStore, type EventBus } from "./dom
 import { ApiKeyService, BOOTSTRAP } from "./engine/api-key-service.js";
 import { CircuitBreaker } from "./engine/circuit-breaker.js";
 import { CoalescingEventBus } from "./engine/coalescing-event-bus.js";
+import { KnownApiKeys } from "./engine/known-api-keys.js";
 import { Limiter } from "./engine/limiter.js";
 import { MutationLimiter } from "./engine/mutation-limiter.js";
 import { OverLimitCache } from "./engine/over-limit-cache.js";
@@ -80,13 +82,26 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     logger.info({ rules: book.size, source: sync.source }, "rules loaded");
     if (settings.rulesFile !== null) await importRulesFile(core.rules, settings.rulesFile, logger);
 
+    const keyRepository = new PrismaApiKeyRepository(core.database.prisma);
+    const knownKeys = new KnownApiKeys({
+      repository: keyRepository,
+      // Like the rules' snapshot: only a remote database needs a local copy of its keys.
+      snapshot: settings.databaseUrl && settings.dataDir ? new ApiKeySnapshotFile(join(settings.dataDir, "api-keys-snapshot.json"), settings.databaseUrl) : null,
+      reloadIntervalMs: settings.ruleReloadIntervalMs,
+      log: logger,
+    });
+    closers.add(() => knownKeys.close());
+    await knownKeys.start();
+
     const services = {
       rules: core.rules,
       limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit: core.overLimit }),
-      keys: new ApiKeyService(new PrismaApiKeyRepository(core.database.prisma), {
+      keys: new ApiKeyService(keyRepository, {
         adminToken: await resolveAdminToken(settings, announce),
         clock: core.clock,
         cacheMs: settings.apiKeyCacheMs,
+        events: core.events,
+        known: knownKeys,
       }),
       mutations: new MutationLimiter(core.counters, core.events, core.clock, settings.adminMutationsPerMinute),
       events: core.events,
@@ -102,6 +117,9 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         maxQueryDepth: settings.maxQueryDepth,
         maxQueryFields: settings.maxQueryFields,
         fastPathCacheSize: settings.fastPathCacheSize,
+        maxSubscriptionsPerSocket: settings.maxSubscriptionsPerSocket,
+        maxSocketsPerKey: settings.maxSocketsPerKey,
+        apiKeyCacheMs: settings.apiKeyCacheMs,
         shutdownTimeoutMs: settings.shutdownTimeoutMs,
         readiness: () => ({
           ready: book.lastLoadedAt !== null,

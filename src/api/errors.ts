@@ -28,6 +28,7 @@ export const ErrorCode = {
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
   BAD_REQUEST: "BAD_REQUEST",
   SUBSCRIBER_TOO_SLOW: "SUBSCRIBER_TOO_SLOW",
+  TOO_MANY_SUBSCRIPTIONS: "TOO_MANY_SUBSCRIPTIONS",
   INTERNAL_SERVER_ERROR: "INTERNAL_SERVER_ERROR",
 } as const;
 
@@ -49,22 +50,20 @@ export function toGraphQLError(error: unknown): GraphQLError | null {
   if (error instanceof NotFoundError) return new GraphQLError(error.message, { extensions: { code: ErrorCode.NOT_FOUND } });
   if (error instanceof ConflictError) return new GraphQLError(error.message, { extensions: { code: ErrorCode.CONFLICT } });
   if (error instanceof UnavailableError) {
-    return new GraphQLError(error.message, { extensions: { code: ErrorCode.SERVICE_UNAVAILABLE } });
+    if (error.retryAfter === null) return new GraphQLError(error.message, { extensions: { code: ErrorCode.SERVICE_UNAVAILABLE } });
+    return retryLater(error.message, ErrorCode.SERVICE_UNAVAILABLE, 503, error.retryAfter);
   }
   if (error instanceof UnauthenticatedError) {
     return new GraphQLError(error.message, { extensions: { code: ErrorCode.UNAUTHENTICATED, http: { status: 401 } } });
   }
   if (error instanceof ForbiddenError) return new GraphQLError(error.message, { extensions: { code: ErrorCode.FORBIDDEN } });
-  if (error instanceof RateLimitedError) {
-    return new GraphQLError(error.message, {
-      extensions: {
-        code: ErrorCode.TOO_MANY_REQUESTS,
-        retryAfter: error.retryAfter,
-        http: { status: 429, headers: new HeaderMap([["retry-after", String(error.retryAfter)]]) },
-      },
-    });
-  }
+  if (error instanceof RateLimitedError) return retryLater(error.message, ErrorCode.TOO_MANY_REQUESTS, 429, error.retryAfter);
   return null;
+}
+
+/** A refusal of the whole request for a while: its code, the seconds to wait in extensions.retryAfter, and the HTTP status with Retry-After. */
+function retryLater(message: string, code: string, status: number, retryAfter: number): GraphQLError {
+  return new GraphQLError(message, { extensions: { code, retryAfter, http: { status, headers: new HeaderMap([["retry-after", String(retryAfter)]]) } } });
 }
 
 /** An error a caller is meant to see: a domain failure, GraphQL's own (parse, validation, coercion), or one Apollo marks as the request's fault. */
@@ -148,5 +147,25 @@ export function subscriberTooSlow(buffered: number): GraphQLError {
   return new GraphQLError(
     `this subscription was ended because its reader fell more than ${buffered} events behind; those events and the ones after them were not delivered: subscribe again to carry on`,
     { extensions: { code: ErrorCode.SUBSCRIBER_TOO_SLOW } },
+  );
+}
+
+/** The same error with an extensions.code: GraphQL's own errors (parse, validation, coercion) come without one. */
+export function coded(error: GraphQLError, code: string): GraphQLError {
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: { ...error.extensions, code },
+  });
+}
+
+/** A subscription refused because its socket already holds `max` (MAX_SUBSCRIPTIONS_PER_SOCKET); the others go on. */
+export function tooManySubscriptions(max: number): GraphQLError {
+  return new GraphQLError(
+    `this socket already holds ${max} subscriptions, the most one may (MAX_SUBSCRIPTIONS_PER_SOCKET): complete one first, or open another socket`,
+    { extensions: { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS } },
   );
 }

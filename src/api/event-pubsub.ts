@@ -1,8 +1,9 @@
 /**
  * type-graphql's PubSub over the event bus. A subscription's arguments arrive
- * as its topic id, so each subscriber's filter (tenant, rule) is applied
- * before an event enters that subscriber's bounded buffer: nothing it did not
- * ask for is ever queued or sent to it.
+ * as its topic id, so each subscriber's filter (tenant, rule, and whether it
+ * may still receive them) is applied before an event enters that subscriber's
+ * bounded buffer: nothing it did not ask for, or may no longer see, is ever
+ * queued or sent to it.
  */
 
 import type { PubSub } from "type-graphql";
@@ -20,9 +21,15 @@ export const Topic = {
   INVALIDATIONS: "INVALIDATIONS",
 } as const;
 
-export interface EventFilter {
+/** A subscription's arguments: which events it asks for. */
+export interface EventArgs {
   tenantId?: string | null;
   ruleId?: string | null;
+}
+
+export interface EventFilter extends EventArgs {
+  /** Asked again for every event, before it is queued: whether the subscriber may still receive its tenant's events (false once its key is revoked). */
+  mayReceive: (tenantId: string) => boolean;
 }
 
 /** Events a slow subscriber may fall behind by before its subscription ends with SUBSCRIBER_TOO_SLOW. */
@@ -42,8 +49,9 @@ export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
       onClose: () => telemetry.subscriptionClosed(),
     });
   };
-  const filtered = <T extends { tenantId: string; ruleId: string }>(listen: Listen<T>, { tenantId, ruleId }: EventFilter = {}) => {
-    const wanted = (event: T) => (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId);
+  const filtered = <T extends { tenantId: string; ruleId: string }>(listen: Listen<T>, { tenantId, ruleId, mayReceive }: EventFilter) => {
+    const wanted = (event: T) =>
+      (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId) && mayReceive(event.tenantId);
     return stream<T>((push) => listen((event) => wanted(event) && push(event)));
   };
   return {
@@ -54,11 +62,11 @@ export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
       else throw new Error(`unknown topic ${routingKey}`);
     },
     subscribe(routingKey, filter) {
-      const wanted = filter as EventFilter | undefined;
+      const wanted = filter as EventFilter;
       if (routingKey === Topic.THROTTLE_EVENTS) return filtered<ThrottleEvent>((l) => events.onThrottle(l), wanted);
       if (routingKey === Topic.NEAR_LIMIT_EVENTS) return filtered<NearLimitEvent>((l) => events.onNearLimit(l), wanted);
       if (routingKey === Topic.RULE_CHANGES) return filtered<RuleChange>((l) => events.onRuleChange(l), wanted);
-      if (routingKey === Topic.INVALIDATIONS) return stream<Invalidation>((push) => listenForInvalidations(events, wanted?.tenantId ?? null, push));
+      if (routingKey === Topic.INVALIDATIONS) return stream<Invalidation>((push) => listenForInvalidations(events, wanted, push));
       throw new Error(`unknown topic ${routingKey}`);
     },
   };

@@ -17,16 +17,19 @@ import { compileBucketKey, WHOLE_RULE_KEY } from "../domain/bucket-key.js";
 import type { BucketReset, Invalidation, RuleChange } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
 import { ALL_TENANTS } from "../domain/rule.js";
+import type { EventFilter } from "./event-pubsub.js";
 
 /** How a "*" rule keyed by tenant alone names tenant T's bucket: the prefix of every T bucket of a "*" rule. */
 const tenantPrefixOf = compileBucketKey({ tenantId: ALL_TENANTS, scope: ["TENANT"] });
 
 /**
- * Listens for tenantId's invalidations (every tenant's for null), pushes
- * LISTENING once it does, and returns how to stop.
+ * Listens for the filter's tenant's invalidations (every tenant's for null)
+ * while the subscriber may receive them, pushes LISTENING once it does, and
+ * returns how to stop.
  */
-export function listenForInvalidations(events: EventBus, tenantId: string | null, push: (invalidation: Invalidation) => void): Unsubscribe {
-  const visible = tenantId === null ? () => true : visibleTo(tenantId);
+export function listenForInvalidations(events: EventBus, { tenantId, mayReceive }: EventFilter, push: (invalidation: Invalidation) => void): Unsubscribe {
+  const visibleToTenant = tenantId == null ? () => true : visibleTo(tenantId);
+  const visible = (ruleTenant: string, key: string | null) => visibleToTenant(ruleTenant, key) && mayReceive(ruleTenant);
   const stopChanges = events.onRuleChange((change) => {
     if (visible(change.tenantId, null)) push(ruleChanged(change));
   });

@@ -55,6 +55,10 @@ export interface Settings {
   overLimitCacheSize: number;
   /** Check documents kept compiled for the fast path past Apollo; 0 turns the fast path off. */
   fastPathCacheSize: number;
+  /** Subscriptions one WebSocket may hold at once. */
+  maxSubscriptionsPerSocket: number;
+  /** WebSockets one API key (or ADMIN_TOKEN) may hold open at once on one instance. */
+  maxSocketsPerKey: number;
 }
 
 export interface HostPort {
@@ -103,6 +107,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     overLimitCacheSize: integer(env, "OVER_LIMIT_CACHE_SIZE", 100_000, 0, 10_000_000),
     fastPathCacheSize: integer(env, "FAST_PATH_CACHE_SIZE", 1000, 0, 1_000_000),
+    maxSubscriptionsPerSocket: integer(env, "MAX_SUBSCRIPTIONS_PER_SOCKET", 50, 1, 100_000),
+    maxSocketsPerKey: integer(env, "MAX_SOCKETS_PER_KEY", 20, 1, 1_000_000),
   };
 }
 

@@ -1,7 +1,7 @@
 /** API keys in Postgres (or PGlite) through Prisma; the secret itself is never stored. */
 
 import type { Role } from "../domain/access.js";
-import type { ApiKey, ApiKeyRepository } from "../domain/ports.js";
+import type { ApiKey, ApiKeyCredential, ApiKeyRepository } from "../domain/ports.js";
 import type { ApiKey as ApiKeyRow, PrismaClient } from "./generated/client.js";
 import { unavailable } from "./unavailable.js";
 
@@ -20,6 +20,17 @@ export class PrismaApiKeyRepository implements ApiKeyRepository {
   async findBySecretHash(secretHash: string): Promise<ApiKey | null> {
     const row = await this.guard(() => this.prisma.apiKey.findUnique({ where: { secretHash } }));
     return row === null ? null : toApiKey(row);
+  }
+
+  async credentials(): Promise<ApiKeyCredential[]> {
+    const rows = await this.guard(() =>
+      this.prisma.apiKey.findMany({ select: { id: true, tenantId: true, role: true, secretHash: true, revokedAt: true }, orderBy: { id: "asc" } }),
+    );
+    return rows.map((row) => ({
+      secretHash: row.secretHash,
+      principal: { keyId: row.id, tenantId: row.tenantId, role: row.role as Role },
+      revokedAt: row.revokedAt,
+    }));
   }
 
   async list(tenantId: string | null): Promise<ApiKey[]> {

@@ -30,9 +30,12 @@ export class ConflictError extends Error {
 
 /** A dependency (database, counter store) cannot serve the call right now. */
 export class UnavailableError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** Seconds after which trying again makes sense, when the whole request failed for it (HTTP 503 with Retry-After). */
+  readonly retryAfter: number | null;
+  constructor(message: string, options?: { cause?: unknown; retryAfter?: number }) {
     super(message, options);
     this.name = "UnavailableError";
+    this.retryAfter = options?.retryAfter ?? null;
   }
 }
 

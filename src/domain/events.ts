@@ -56,6 +56,12 @@ export interface Invalidation {
   at: Date;
 }
 
+/** An API key revoked: every instance stops accepting it at once, and closes the sockets it holds. */
+export interface KeyRevocation {
+  keyId: string;
+  at: Date;
+}
+
 export type RuleChangeKind = "CREATED" | "UPDATED" | "DELETED";
 
 export const RULE_CHANGE_KINDS: readonly RuleChangeKind[] = ["CREATED", "UPDATED", "DELETED"];

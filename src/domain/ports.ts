@@ -4,8 +4,8 @@
  */
 
 import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
-import type { Role } from "./access.js";
-import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "./events.js";
+import type { Principal, Role } from "./access.js";
+import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "./events.js";
 import type { ChangeOrigin, RuleRevision } from "./revision.js";
 import type { FailureMode, Rule, RuleSpec } from "./rule.js";
 
@@ -105,38 +105,57 @@ export interface ApiKey {
   createdBy: string;
 }
 
+/** What authenticating needs of a key: the sha256 of its secret (hex), who it is, and whether it is revoked. */
+export interface ApiKeyCredential {
+  secretHash: string;
+  principal: Principal;
+  revokedAt: Date | null;
+}
+
 export interface ApiKeyRepository {
   create(key: ApiKey, secretHash: string): Promise<ApiKey>;
   get(id: string): Promise<ApiKey | null>;
   findBySecretHash(secretHash: string): Promise<ApiKey | null>;
+  /** Every key's credential, revoked ones included: the last-known-good copy authentication falls back on. */
+  credentials(): Promise<ApiKeyCredential[]>;
   /** Every key of a tenant, or of every tenant for null; newest first. */
   list(tenantId: string | null): Promise<ApiKey[]>;
   /** Marks the key revoked (once); returns it, or null when there is no such key. */
   revoke(id: string, at: Date): Promise<ApiKey | null>;
 }
 
-/** A copy of the rules on local disk, so that the service can start while the rule database is down. */
-export interface RuleSnapshot {
-  read(): Promise<{ rules: Rule[]; savedAt: Date } | null>;
-  write(rules: readonly Rule[]): Promise<void>;
+/** A last-known-good copy of what the database holds, on local disk, for when the database is down. */
+export interface Snapshot<T> {
+  read(): Promise<{ items: T[]; savedAt: Date } | null>;
+  write(items: readonly T[]): Promise<void>;
 }
+
+/** The rules, so that the service can start while the rule database is down. */
+export type RuleSnapshot = Snapshot<Rule>;
+
+/** Every key's credential (secret hashes only), so that known keys authenticate while the database is down. */
+export type ApiKeySnapshot = Snapshot<ApiKeyCredential>;
 
 export type Unsubscribe = () => void;
 
 /**
  * Live events: rule changes (to keep every instance's rule book current),
  * bucket resets (so that no instance keeps refusing a bucket from memory once
- * it is reset), throttle and near-limit events (for dashboards). Every
+ * it is reset), key revocations (so that no instance keeps accepting a revoked
+ * key from memory, or keeps its sockets open), throttle and near-limit events
+ * (for dashboards). Every
  * instance's listeners hear what any instance publishes, its own events
  * included.
  */
 export interface EventBus {
   publishRuleChange(change: RuleChange): Promise<void>;
   publishBucketReset(reset: BucketReset): Promise<void>;
+  publishKeyRevocation(revocation: KeyRevocation): Promise<void>;
   publishThrottle(event: ThrottleEvent): void;
   publishNearLimit(event: NearLimitEvent): void;
   onRuleChange(listener: (change: RuleChange) => void): Unsubscribe;
   onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe;
+  onKeyRevocation(listener: (revocation: KeyRevocation) => void): Unsubscribe;
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe;
   onNearLimit(listener: (event: NearLimitEvent) => void): Unsubscribe;
   close(): Promise<void>;

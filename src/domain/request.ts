@@ -39,6 +39,8 @@ export interface CheckRequest {
 
 export const LIMITS = {
   tenantId: 128,
+  /** A rule's or an API key's id (UUIDs, 36 characters): nothing longer can exist. */
+  id: 128,
   identifier: 256,
   userAgent: 1024,
   cookie: 4096,

@@ -11,6 +11,18 @@ export function text(value: unknown, field: string, max: number): string {
   return value;
 }
 
+/**
+ * A reference to something stored (a rule or key id, a tenant) as a caller
+ * names it: printable and bounded before it is looked up, so that a NUL byte
+ * or a megabyte never reaches a database as a query parameter. Whether it
+ * names anything is for the lookup to answer (NOT_FOUND), not this check.
+ */
+export function reference(value: string, field: string, max: number): string {
+  if (value.length > max) throw new ValidationError(field, `must be at most ${max} characters (got ${value.length})`);
+  if (hasControlCharacters(value)) throw new ValidationError(field, "must not contain control characters");
+  return value;
+}
+
 export function integer(value: unknown, field: string, min: number, max: number): number {
   if (typeof value !== "number" || !Number.isInteger(value)) {
     const got = typeof value === "number" ? String(value) : JSON.stringify(value);

@@ -22,7 +22,7 @@
  * shapes what the limiter publishes.
  */
 
-import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
+import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
 
 /** The key of an event that stands for buckets beyond maxKeys; never a real bucket key (those are "*" or "label:value|..."). */
@@ -84,6 +84,14 @@ export class CoalescingEventBus implements EventBus {
 
   onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe {
     return this.inner.onBucketReset(listener);
+  }
+
+  publishKeyRevocation(revocation: KeyRevocation): Promise<void> {
+    return this.inner.publishKeyRevocation(revocation);
+  }
+
+  onKeyRevocation(listener: (revocation: KeyRevocation) => void): Unsubscribe {
+    return this.inner.onKeyRevocation(listener);
   }
 
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe {

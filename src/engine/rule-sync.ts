@@ -63,10 +63,10 @@ export class RuleSync {
       if (!(error instanceof UnavailableError) || this.options.snapshot === null) throw error;
       const saved = await this.options.snapshot.read();
       if (saved === null) throw error;
-      this.options.book.load(saved.rules);
+      this.options.book.load(saved.items);
       this.current = "snapshot";
       this.options.log.warn(
-        { rules: saved.rules.length, savedAt: saved.savedAt.toISOString() },
+        { rules: saved.items.length, savedAt: saved.savedAt.toISOString() },
         "the rule database is unreachable: enforcing the last-known-good rules from the snapshot until it is back",
       );
       this.retryUntilReachable();

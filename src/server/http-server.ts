@@ -17,18 +17,17 @@ import {
   ApolloServerPluginSchemaReportingDisabled,
   ApolloServerPluginUsageReportingDisabled,
 } from "@apollo/server/plugin/disabled";
-import { GraphQLError, Kind, parse, specifiedRules, validate, type GraphQLSchema, type ValidationRule } from "graphql";
-import { useServer } from "graphql-ws/use/ws";
+import { Kind, parse, type GraphQLSchema } from "graphql";
 import type { Registry } from "prom-client";
-import { WebSocketServer } from "ws";
 import { CheckOperations, type CheckRequestBody, type GraphQLAnswer } from "../api/check-operations.js";
 import { createContext, type ApiContext, type Services } from "../api/context.js";
-import { formatError, formatGraphQLError, toGraphQLError } from "../api/errors.js";
+import { formatError, toGraphQLError } from "../api/errors.js";
 import { mutationLimit } from "../api/mutation-limit.js";
 import { requestLogging } from "../api/request-logging.js";
 import { queryLimits } from "../api/query-limits.js";
 import type { Principal } from "../domain/access.js";
 import type { Logger } from "./logger.js";
+import { serveSubscriptions } from "./subscription-server.js";
 
 export interface HttpServerOptions {
   schema: GraphQLSchema;
@@ -40,6 +39,12 @@ export interface HttpServerOptions {
   maxQueryFields: number;
   /** Check documents kept compiled for the fast path; 0: every request goes through Apollo. */
   fastPathCacheSize: number;
+  /** MAX_SUBSCRIPTIONS_PER_SOCKET: subscriptions one WebSocket may hold at once. */
+  maxSubscriptionsPerSocket: number;
+  /** MAX_SOCKETS_PER_KEY: WebSockets one API key may hold open at once on this instance. */
+  maxSocketsPerKey: number;
+  /** API_KEY_CACHE_MS: how often every open WebSocket's key is looked up again. */
+  apiKeyCacheMs: number;
   /** How long shutdown waits for requests in flight before closing their connections. */
   shutdownTimeoutMs: number;
   /** Prometheus registry served at GET /metrics. */
@@ -71,15 +76,6 @@ function asksForSubscription(body: unknown, url: string | undefined): boolean {
     return false;
   }
 }
-
-/** Over WebSocket, only subscription operations. */
-const subscriptionsOnly: ValidationRule = (context) => ({
-  OperationDefinition(operation) {
-    if (operation.operation !== "subscription") {
-      context.reportError(new GraphQLError(`only subscriptions run over WebSocket: send ${operation.operation}s over HTTP POST /graphql`, { nodes: [operation] }));
-    }
-  },
-});
 
 /** The caller of a request, or the GraphQL error (UNAUTHENTICATED, 401) that answers it. */
 async function authenticateWith(services: Services, authorization: string | undefined): Promise<Principal> {
@@ -194,30 +190,17 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
   }
 
   // A WebSocket authenticates once, in its connection_init payload; a bad token closes it with 4403.
-  const principals = new WeakMap<object, Principal>();
-  const sockets = new WebSocketServer({ server, path: "/graphql", maxPayload: options.maxBodyBytes });
-  const subscriptions = useServer(
-    {
-      schema,
-      onConnect: async ({ connectionParams, extra }) => {
-        const authorization = connectionParams?.authorization;
-        try {
-          principals.set(extra.socket, await services.keys.authenticate(typeof authorization === "string" ? authorization : null));
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      context: ({ extra }) => createContext(services, principals.get(extra.socket)!, randomUUID()),
-      // Over WebSocket only subscriptions run, under the same validation as HTTP; queries and mutations
-      // go over HTTP, where the admin limit and every other protection apply.
-      validate: (schema, document) => validate(schema, document, [...specifiedRules, ...validationRules, subscriptionsOnly]),
-      // Errors carry their codes, and unexpected ones are masked, exactly as over HTTP.
-      onError: (_ctx, _id, _payload, errors) => errors.map(formatGraphQLError),
-      onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatGraphQLError) } : result),
-    },
-    sockets,
-  );
+  const subscriptions = serveSubscriptions(server, {
+    schema,
+    services,
+    validationRules,
+    parseOptions,
+    maxPayloadBytes: options.maxBodyBytes,
+    maxSubscriptionsPerSocket: options.maxSubscriptionsPerSocket,
+    maxSocketsPerKey: options.maxSocketsPerKey,
+    revalidateMs: options.apiKeyCacheMs,
+    logger,
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -232,7 +215,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       closing = true;
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      await subscriptions.dispose();
+      await subscriptions.close();
       const deadline = setTimeout(() => {
         options.logger.warn({ timeoutMs: options.shutdownTimeoutMs }, "requests still running at the shutdown deadline: closing their connections");
         server.closeAllConnections();

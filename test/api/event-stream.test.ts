@@ -74,7 +74,7 @@ describe("eventBusPubSub", () => {
 
   it("queues only what the subscriber's filter wants: other tenants and rules never count against its buffer", async () => {
     const bus = new InProcessEventBus();
-    const stream = eventBusPubSub(bus, noTelemetry).subscribe(Topic.THROTTLE_EVENTS, { tenantId: "acme", ruleId: "r1" }) as AsyncIterableIterator<ThrottleEvent>;
+    const stream = eventBusPubSub(bus, noTelemetry).subscribe(Topic.THROTTLE_EVENTS, { tenantId: "acme", ruleId: "r1", mayReceive: () => true }) as AsyncIterableIterator<ThrottleEvent>;
     for (let i = 0; i < SUBSCRIBER_BUFFER * 2; i++) {
       bus.publishThrottle(event({ tenantId: "globex" }));
       bus.publishThrottle(event({ ruleId: "r2" }));
@@ -84,9 +84,29 @@ describe("eventBusPubSub", () => {
     await stream.return!();
   });
 
+  it("asks mayReceive with each event's tenant before queueing it: once the subscriber may not receive (its key revoked), nothing is queued", async () => {
+    const bus = new InProcessEventBus();
+    let revoked = false;
+    const asked: string[] = [];
+    const mayReceive = (tenantId: string) => {
+      asked.push(tenantId);
+      return !revoked;
+    };
+    const stream = eventBusPubSub(bus, noTelemetry).subscribe(Topic.THROTTLE_EVENTS, { mayReceive }) as AsyncIterableIterator<ThrottleEvent>;
+    bus.publishThrottle(event({ count: 1 }));
+    revoked = true;
+    bus.publishThrottle(event({ tenantId: "globex", count: 2 }));
+    revoked = false;
+    bus.publishThrottle(event({ count: 3 }));
+    expect((await stream.next()).value).toMatchObject({ count: 1 });
+    expect((await stream.next()).value).toMatchObject({ count: 3 });
+    expect(asked).toEqual(["acme", "globex", "acme"]);
+    await stream.return!();
+  });
+
   it("ends a subscription that falls SUBSCRIBER_BUFFER events behind with a GraphQL error coded SUBSCRIBER_TOO_SLOW", async () => {
     const bus = new InProcessEventBus();
-    const stream = eventBusPubSub(bus, noTelemetry).subscribe(Topic.THROTTLE_EVENTS, {}) as AsyncIterableIterator<ThrottleEvent>;
+    const stream = eventBusPubSub(bus, noTelemetry).subscribe(Topic.THROTTLE_EVENTS, { mayReceive: () => true }) as AsyncIterableIterator<ThrottleEvent>;
     for (let i = 0; i <= SUBSCRIBER_BUFFER; i++) bus.publishThrottle(event({}));
     const error = await stream.next().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GraphQLError);

@@ -3,21 +3,35 @@
  * cut): checks go on with the rules already loaded, rule changes fail with
  * SERVICE_UNAVAILABLE and change nothing, and the service reconnects by
  * itself. It even starts while the database is down, from the last-known-good
- * snapshot on disk, and says so in /readyz.
+ * snapshot on disk, and says so in /readyz. API keys known before the outage
+ * keep working through it, after a restart too; revoked ones stay refused, and
+ * a key that cannot be verified is a 503 with Retry-After, never a 500.
  */
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createHash, randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { print } from "graphql";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
-import { CheckLimitsDocument, CreateRuleDocument, ListRulesDocument, UpdateRuleDocument } from "../generated/graphql.js";
+import {
+  CheckLimitsDocument,
+  CreateApiKeyDocument,
+  CreateRuleDocument,
+  ListRulesDocument,
+  RevokeApiKeyDocument,
+  ThrottleEventsDocument,
+  UpdateRuleDocument,
+} from "../generated/graphql.js";
 import { testAdminToken } from "../support/app.js";
 import { GraphQLClient } from "../support/graphql-client.js";
 import { createTestDatabase, POSTGRES_URL, postgresAvailable } from "../support/services.js";
+import { openSocket } from "../support/subscriptions.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { sleep } from "./api-support.js";
 
 describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => {
   const adminToken = testAdminToken();
@@ -27,9 +41,9 @@ describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => 
   let proxiedUrl: string;
   const apps: App[] = [];
 
-  const start = async () => {
+  const start = async (env: Record<string, string> = {}) => {
     const app = await startApp(
-      loadSettings({ ADMIN_TOKEN: adminToken, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: proxiedUrl, DATA_DIR: dataDir, RULES_RETRY_MS: "50" }),
+      loadSettings({ ADMIN_TOKEN: adminToken, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: proxiedUrl, DATA_DIR: dataDir, RULES_RETRY_MS: "50", ...env }),
       { logger: pino({ level: "silent" }) },
     );
     apps.push(app);
@@ -122,5 +136,114 @@ describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => 
     rmSync(join(dataDir, "rules-snapshot.json"), { force: true });
     await expect(start()).rejects.toThrow(/rule database is unreachable/);
     await proxy.start();
+  });
+
+  /** An API key of the tenant, made as ADMIN through `client`. */
+  async function createKey(client: GraphQLClient, tenantId: string, role: "CHECKER" | "VIEWER") {
+    const { apiKey, secret } = (await client.data(CreateApiKeyDocument, { input: { tenantId, role, name: `${role} ${randomUUID()}` } })).createApiKey;
+    return { id: apiKey.id, secret };
+  }
+
+  /** One check with the key: the HTTP status, the Retry-After header, the error code, and whether it was allowed. */
+  async function checkAs(app: App, token: string, tenantId: string) {
+    const response = await fetch(app.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query: print(CheckLimitsDocument), variables: { request: { tenantId, userId: "u1" } } }),
+    });
+    const body = (await response.json()) as { data?: { checkLimits: { allowed: boolean } }; errors?: { message: string; extensions?: { code?: string } }[] };
+    return { status: response.status, retryAfter: response.headers.get("retry-after"), code: body.errors?.[0]?.extensions?.code ?? null, allowed: body.data?.checkLimits.allowed ?? null };
+  }
+
+  /** Runs `during` with the database cut off, and lets it back whatever happens. */
+  async function whileDown(during: () => Promise<void>): Promise<void> {
+    await proxy.stop();
+    try {
+      await during();
+    } finally {
+      await proxy.start();
+    }
+  }
+
+  const UNVERIFIABLE = { status: 503, retryAfter: "1", code: "SERVICE_UNAVAILABLE", allowed: null };
+  const REFUSED = { status: 401, retryAfter: null, code: "UNAUTHENTICATED", allowed: null };
+  const ALLOWED = { status: 200, retryAfter: null, code: null, allowed: true };
+
+  it("keeps authenticating the API keys it knew before the outage, after their lookups expired too, refuses revoked ones with 401, and answers a key it cannot verify 503 with Retry-After (a WebSocket 1013)", async () => {
+    const tenantId = "pg-keys";
+    // Made before this instance starts: it knows them from its first load, and never looks `unused` up before the outage.
+    const first = await start();
+    await first.client.data(CreateRuleDocument, { input: { tenantId, name: "per-user", scope: ["USER"], limit: 1000, window: 60 } });
+    const [used, unused, revoked] = [await createKey(first.client, tenantId, "CHECKER"), await createKey(first.client, tenantId, "CHECKER"), await createKey(first.client, tenantId, "CHECKER")];
+    await first.client.data(RevokeApiKeyDocument, { id: revoked.id });
+    await stop(first.app);
+
+    const { app } = await start({ API_KEY_CACHE_MS: "100" });
+    expect(await checkAs(app, used.secret, tenantId)).toEqual(ALLOWED);
+    await whileDown(async () => {
+      await sleep(300);
+      expect(await checkAs(app, used.secret, tenantId), "a key looked up before the outage, its lookup expired").toEqual(ALLOWED);
+      expect(await checkAs(app, unused.secret, tenantId), "a key known from the last load, never looked up").toEqual(ALLOWED);
+      expect(await checkAs(app, revoked.secret, tenantId), "a key revoked before the outage").toEqual(REFUSED);
+      expect(await checkAs(app, "fg_never-issued-by-anyone", tenantId), "a token it never knew").toEqual(UNVERIFIABLE);
+      expect(await checkAs(app, adminToken, tenantId)).toEqual(ALLOWED);
+      const unverifiable = openSocket(app.url, "fg_never-issued-by-anyone");
+      expect(await unverifiable.closed, "WebSocket's Try Again Later, as HTTP's 503").toBe(1013);
+      const known = openSocket(app.url, unused.secret);
+      await known.connected;
+      await known.close();
+    });
+    // The database is tried again a second after it failed at the latest.
+    await expect.poll(() => checkAs(app, "fg_never-issued-by-anyone", tenantId), { timeout: 5000 }).toEqual(REFUSED);
+    await stop(app);
+  });
+
+  it("starts from its snapshots while the database is down with the keys it knew: known keys check, revoked ones are refused, and the snapshot holds only the secrets' hashes, readable by the service alone", async () => {
+    const tenantId = "pg-keys-boot";
+    const first = await start();
+    await first.client.data(CreateRuleDocument, { input: { tenantId, name: "per-user", scope: ["USER"], limit: 1000, window: 60 } });
+    const [known, revoked] = [await createKey(first.client, tenantId, "CHECKER"), await createKey(first.client, tenantId, "CHECKER")];
+    await first.client.data(RevokeApiKeyDocument, { id: revoked.id });
+    await stop(first.app);
+
+    const path = join(dataDir, "api-keys-snapshot.json");
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    const text = readFileSync(path, "utf8");
+    expect(text).toContain(createHash("sha256").update(known.secret).digest("hex"));
+    expect(text).not.toContain(known.secret);
+    expect(text).not.toContain(revoked.secret);
+
+    await whileDown(async () => {
+      const { app } = await start();
+      expect(await readiness(app)).toMatchObject({ ready: true, rules: { source: "snapshot" } });
+      expect(await checkAs(app, known.secret, tenantId)).toEqual(ALLOWED);
+      expect(await checkAs(app, revoked.secret, tenantId)).toEqual(REFUSED);
+      expect(await checkAs(app, "fg_never-issued-by-anyone", tenantId)).toEqual(UNVERIFIABLE);
+      await stop(app);
+    });
+  });
+
+  it("keeps a known key's WebSocket open and delivering through the outage, though its key is looked up again every API_KEY_CACHE_MS", async () => {
+    const tenantId = "pg-keys-socket";
+    const { app, client } = await start({ API_KEY_CACHE_MS: "100" });
+    await client.data(CreateRuleDocument, { input: { tenantId, name: "per-user", scope: ["USER"], limit: 1, window: 60 } });
+    const viewer = await createKey(client, tenantId, "VIEWER");
+    const ws = openSocket(app.url, viewer.secret);
+    const throttles = ws.subscribe(print(ThrottleEventsDocument), { tenantId });
+    const deny = async (userId: string) => {
+      for (let i = 0; i < 2; i++) await client.data(CheckLimitsDocument, { request: { tenantId, userId } });
+    };
+    for (let attempt = 0; throttles.events.length === 0 && attempt < 50; attempt++) await deny(`probe-${attempt}`);
+    expect(throttles.events.length).toBeGreaterThan(0);
+
+    await whileDown(async () => {
+      await sleep(500);
+      await deny("during the outage");
+      await expect.poll(() => JSON.stringify(throttles.events)).toContain("user:during the outage");
+    });
+    expect(throttles.errors).toBeNull();
+    await ws.close();
+    expect(await ws.closed).toBe(1000);
+    await stop(app);
   });
 });

@@ -15,7 +15,7 @@ describe("RuleSnapshotFile", () => {
     const rule = makeRule({ id: "r1", limit: 7 });
     await new RuleSnapshotFile(path, DATABASE).write([rule]);
     const saved = await new RuleSnapshotFile(path, DATABASE).read();
-    expect(saved?.rules).toEqual([rule]);
+    expect(saved?.items).toEqual([rule]);
     expect(saved?.savedAt).toBeInstanceOf(Date);
     const text = readFileSync(path, "utf8");
     expect(JSON.parse(text).database).toBe("db.internal:6543/rules");
@@ -26,7 +26,7 @@ describe("RuleSnapshotFile", () => {
     const path = newPath();
     const snapshot = new RuleSnapshotFile(path, DATABASE);
     await Promise.all(Array.from({ length: 20 }, (_, i) => snapshot.write([makeRule({ id: "r1", limit: i + 1 })])));
-    expect((await snapshot.read())?.rules.map((r) => r.limit)).toEqual([20]);
+    expect((await snapshot.read())?.items.map((r) => r.limit)).toEqual([20]);
     expect(readdirSync(join(path, ".."))).toEqual(["rules-snapshot.json"]);
   });
 

@@ -103,6 +103,7 @@ describe(`the API's protections cannot be side-stepped (${storage} storage)`, ()
     const answer = await overWebSocket(socket(t.adminToken), query);
     expect(answer.data).toBeNull();
     expect(answer.errors.length).toBeGreaterThan(0);
+    expect(answer.errors[0]).toMatchObject({ message: overHttp.errors?.[0]?.message, extensions: { code: "GRAPHQL_VALIDATION_FAILED" } });
   });
 
   it("refuses a query over the WebSocket selecting more than MAX_QUERY_FIELDS (60), as over HTTP", async () => {
@@ -112,5 +113,6 @@ describe(`the API's protections cannot be side-stepped (${storage} storage)`, ()
     const answer = await overWebSocket(socket(t.adminToken), query);
     expect(answer.data).toBeNull();
     expect(answer.errors.length).toBeGreaterThan(0);
+    expect(answer.errors[0]).toMatchObject({ message: overHttp.errors?.[0]?.message, extensions: { code: "GRAPHQL_VALIDATION_FAILED" } });
   });
 });

@@ -21,10 +21,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { CheckOperations } from "../../src/api/check-operations.js";
 import type { Services } from "../../src/api/context.js";
 import { buildApiSchema } from "../../src/api/schema.js";
-import type { ApiKey, ApiKeyRepository, CounterCall, CounterReply, CounterStore } from "../../src/domain/ports.js";
+import type { ApiKey, ApiKeyCredential, ApiKeyRepository, CounterCall, CounterReply, CounterStore } from "../../src/domain/ports.js";
 import type { Rule } from "../../src/domain/rule.js";
 import { ApiKeyService } from "../../src/engine/api-key-service.js";
 import { CircuitBreaker } from "../../src/engine/circuit-breaker.js";
+import { KnownApiKeys } from "../../src/engine/known-api-keys.js";
 import { Limiter } from "../../src/engine/limiter.js";
 import { MutationLimiter } from "../../src/engine/mutation-limiter.js";
 import { OverLimitCache } from "../../src/engine/over-limit-cache.js";
@@ -81,6 +82,10 @@ class FixedApiKeys implements ApiKeyRepository {
 
   async findBySecretHash(secretHash: string): Promise<ApiKey | null> {
     return secretHash === createHash("sha256").update(CHECKER_SECRET).digest("hex") ? this.checker : null;
+  }
+
+  async credentials(): Promise<ApiKeyCredential[]> {
+    return [];
   }
 
   async create(): Promise<ApiKey> {
@@ -160,10 +165,17 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
           clock,
         });
   const overLimit = new OverLimitCache(1_000);
+  const keys = new FixedApiKeys();
   const services: Services = {
     rules: new RuleService(new InMemoryRuleRepository(), book, counters, events, clock, overLimit),
     limiter: new Limiter(book, counters, events, clock, { overLimit }),
-    keys: new ApiKeyService(new FixedApiKeys(), { adminToken: ADMIN_TOKEN, clock, cacheMs: 60_000 }),
+    keys: new ApiKeyService(keys, {
+      adminToken: ADMIN_TOKEN,
+      clock,
+      cacheMs: 60_000,
+      events,
+      known: new KnownApiKeys({ repository: keys, snapshot: null, reloadIntervalMs: 0, log: pino({ level: "silent" }) }),
+    }),
     mutations: new MutationLimiter(counters, events, clock, 1_000),
     events,
   };
@@ -177,6 +189,9 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
       maxQueryDepth: MAX_DEPTH,
       maxQueryFields: MAX_FIELDS,
       fastPathCacheSize: fastPath ? 100 : 0,
+      maxSubscriptionsPerSocket: 10,
+      maxSocketsPerKey: 10,
+      apiKeyCacheMs: 60_000,
       shutdownTimeoutMs: 1_000,
       metrics: new Registry(),
       readiness: () => ({ ready: true }),

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
+import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
 import { RedisEventBus } from "../../src/store/redis/redis-event-bus.js";
 import { REDIS_URL, redisAvailable } from "../support/services.js";
 
@@ -51,6 +51,7 @@ const THROTTLE: ThrottleEvent = {
 };
 
 const RESET: BucketReset = { ruleId: "r1", tenantId: "acme", key: "user:u1" };
+const REVOCATION: KeyRevocation = { keyId: "k1", at: new Date("2026-11-30T12:00:02.000Z") };
 
 const { retryAfter: _retryAfter, ...sharedFields } = THROTTLE;
 const NEAR_LIMIT: NearLimitEvent = { ...sharedFields, remaining: 0, count: 1 };
@@ -62,6 +63,7 @@ interface Instance {
   bus: RedisEventBus;
   changes: RuleChange[];
   resets: BucketReset[];
+  revocations: KeyRevocation[];
   throttles: ThrottleEvent[];
   nearLimits: NearLimitEvent[];
   errors: string[];
@@ -80,7 +82,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
   const started: Instance[] = [];
 
   async function instance(keyPrefix: string, publisher = new Redis(REDIS_URL)): Promise<Instance> {
-    const found: Instance = { bus: undefined!, changes: [], resets: [], throttles: [], nearLimits: [], errors: [] };
+    const found: Instance = { bus: undefined!, changes: [], resets: [], revocations: [], throttles: [], nearLimits: [], errors: [] };
     found.bus = new RedisEventBus(publisher, new Redis(REDIS_URL), {
       prefix: keyPrefix,
       instanceId: randomUUID(),
@@ -89,6 +91,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     await found.bus.start();
     found.bus.onRuleChange((c) => found.changes.push(c));
     found.bus.onBucketReset((r) => found.resets.push(r));
+    found.bus.onKeyRevocation((r) => found.revocations.push(r));
     found.bus.onThrottle((e) => found.throttles.push(e));
     found.bus.onNearLimit((e) => found.nearLimits.push(e));
     started.push(found);
@@ -112,16 +115,19 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     expect(a.changes.map((c) => c.version)).toEqual([2, 3]);
   });
 
-  it("carries rule changes, bucket resets, throttle and near-limit events to another instance as they were, dates included", async () => {
+  it("carries rule changes, bucket resets, key revocations, throttle and near-limit events to another instance as they were, dates included", async () => {
     const shared = prefix();
     const [a, b] = [await instance(shared), await instance(shared)];
     await a.bus.publishRuleChange(RULE_CHANGE);
     await a.bus.publishBucketReset(RESET);
+    await a.bus.publishKeyRevocation(REVOCATION);
     a.bus.publishThrottle(THROTTLE);
     a.bus.publishNearLimit(NEAR_LIMIT);
-    await until(() => b.changes.length + b.resets.length + b.throttles.length + b.nearLimits.length === 4);
+    await until(() => b.changes.length + b.resets.length + b.revocations.length + b.throttles.length + b.nearLimits.length === 5);
     expect(b.changes).toEqual([RULE_CHANGE]);
     expect(b.resets).toEqual([RESET]);
+    expect(b.revocations).toEqual([REVOCATION]);
+    expect(a.revocations).toEqual([REVOCATION]);
     expect(b.changes[0]!.rule!.createdAt).toBeInstanceOf(Date);
     expect(b.throttles).toEqual([THROTTLE]);
     expect(b.nearLimits).toEqual([NEAR_LIMIT]);

@@ -84,3 +84,93 @@ export function subscribe<T, V extends Record<string, unknown>>(
     },
   };
 }
+
+/** One subscription on a TestSocket: its events and, once it ended, how. */
+export interface SocketSubscription {
+  readonly events: Record<string, unknown>[];
+  /** The errors it ended with (an `error` message, or the errors of a result), or null. */
+  readonly errors: readonly GraphQLFormattedError[] | null;
+  readonly completed: boolean;
+  /** Resolves once it ended (error or complete), with its errors (null when it completed). */
+  ended(): Promise<readonly GraphQLFormattedError[] | null>;
+  /** Completes it from the client's side. */
+  stop(): void;
+}
+
+/** One graphql-ws socket that several subscriptions share, connected at once: what tests of sockets themselves (caps, close codes) need. */
+export interface TestSocket {
+  /** Resolves once the server acknowledged connection_init; rejects if the socket closed first. */
+  connected: Promise<void>;
+  /** Resolves with the close code once the socket is closed. */
+  closed: Promise<number>;
+  subscribe(query: string, variables?: Record<string, unknown>): SocketSubscription;
+  close(): Promise<void>;
+}
+
+export function openSocket(httpUrl: string, token: string): TestSocket {
+  let onConnected!: () => void;
+  let onClosed!: (code: number) => void;
+  let refused!: (error: Error) => void;
+  const connected = new Promise<void>((resolve, reject) => {
+    onConnected = resolve;
+    refused = reject;
+  });
+  connected.catch(() => undefined);
+  const closed = new Promise<number>((resolve) => (onClosed = resolve));
+  const client = createClient({
+    url: httpUrl.replace(/^http/, "ws"),
+    webSocketImpl: WebSocket,
+    retryAttempts: 0,
+    lazy: false,
+    connectionParams: { authorization: `Bearer ${token}` },
+    on: {
+      connected: () => onConnected(),
+      closed: (event) => {
+        const code = (event as { code: number }).code;
+        refused(new Error(`the socket closed with ${code} before it was acknowledged`));
+        onClosed(code);
+      },
+    },
+    onNonLazyError: () => undefined,
+  });
+  return {
+    connected,
+    closed,
+    subscribe: (query, variables = {}) => {
+      const events: Record<string, unknown>[] = [];
+      let errors: readonly GraphQLFormattedError[] | null = null;
+      let completed = false;
+      let end!: (errors: readonly GraphQLFormattedError[] | null) => void;
+      const ended = new Promise<readonly GraphQLFormattedError[] | null>((resolve) => (end = resolve));
+      const stop = client.subscribe(
+        { query, variables },
+        {
+          next: (result) => {
+            if (result.data) events.push(result.data as Record<string, unknown>);
+            if (result.errors) errors = result.errors;
+          },
+          error: (error) => {
+            errors = Array.isArray(error) ? (error as GraphQLFormattedError[]) : [{ message: String(error) }];
+            end(errors);
+          },
+          complete: () => {
+            completed = true;
+            end(errors);
+          },
+        },
+      );
+      return {
+        events,
+        get errors() {
+          return errors;
+        },
+        get completed() {
+          return completed;
+        },
+        ended: () => ended,
+        stop,
+      };
+    },
+    close: () => client.dispose() as Promise<void>,
+  };
+}

@@ -1,6 +1,7 @@
-import { Arg, Ctx, ID, Mutation, Query, Resolver } from "type-graphql";
+import { Arg, Ctx, Mutation, Query, Resolver } from "type-graphql";
 import type { ApiKey } from "../../domain/ports.js";
 import type { CreatedApiKey } from "../../engine/api-key-service.js";
+import { IdArg, TenantIdArg } from "../args.js";
 import type { ApiContext } from "../context.js";
 import { ApiKeyType, CreateApiKeyInput, CreatedApiKeyType } from "../types/api-key.type.js";
 
@@ -12,12 +13,12 @@ export class ApiKeyResolver {
   }
 
   @Mutation(() => Boolean)
-  revokeApiKey(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Promise<boolean> {
+  revokeApiKey(@IdArg("id") id: string, @Ctx() ctx: ApiContext): Promise<boolean> {
     return ctx.services.keys.revoke(ctx.principal, id);
   }
 
   @Query(() => [ApiKeyType])
-  apiKeys(@Arg("tenantId", () => String, { nullable: true }) tenantId: string | null, @Ctx() ctx: ApiContext): Promise<ApiKey[]> {
+  apiKeys(@TenantIdArg() tenantId: string | null, @Ctx() ctx: ApiContext): Promise<ApiKey[]> {
     return ctx.services.keys.list(ctx.principal, tenantId);
   }
 }

@@ -1,8 +1,9 @@
 import { Arg, ID, Resolver, Root, Subscription } from "type-graphql";
 import type { Invalidation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
-import { scopeTenant } from "../../domain/access.js";
+import { may, scopeTenant } from "../../domain/access.js";
+import { referenceArgs } from "../args.js";
 import type { ApiContext } from "../context.js";
-import { Topic, type EventFilter } from "../event-pubsub.js";
+import { Topic, type EventArgs, type EventFilter } from "../event-pubsub.js";
 import { InvalidationType, NearLimitEventType, RuleChangeType, ThrottleEventType } from "../types/event.type.js";
 
 @Resolver()
@@ -41,12 +42,29 @@ export class EventResolver {
   }
 }
 
-/** The invalidations a subscriber may receive: those of a tenant whose limits it may check (an ADMIN asking for none: every tenant's). */
-function checkable(context: unknown, args: EventFilter): EventFilter {
-  return { tenantId: scopeTenant((context as ApiContext).principal, "checkLimits", args.tenantId) };
+/**
+ * The invalidations a subscriber may receive: those of a tenant whose limits
+ * it may check (an ADMIN asking for none: every tenant's; which "*" rules'
+ * reach a tenant, src/api/invalidations.ts says), and none at all once its
+ * key is revoked, judged again for every one.
+ */
+function checkable(context: unknown, args: EventArgs): EventFilter {
+  const { principal, services } = context as ApiContext;
+  const { tenantId } = referenceArgs(args);
+  return { tenantId: scopeTenant(principal, "checkLimits", tenantId), mayReceive: () => !services.keys.isRevoked(principal) };
 }
 
-/** The events a subscriber may receive: its own tenant's unless it is an ADMIN (FORBIDDEN for another tenant). */
-function watchable(context: unknown, args: EventFilter): EventFilter {
-  return { ...args, tenantId: scopeTenant((context as ApiContext).principal, "watchEvents", args.tenantId) };
+/**
+ * The events a subscriber may receive: its own tenant's unless it is an ADMIN
+ * (FORBIDDEN for another tenant), and none at all once its key is revoked,
+ * judged again for every event.
+ */
+function watchable(context: unknown, args: EventArgs): EventFilter {
+  const { principal, services } = context as ApiContext;
+  const { tenantId, ruleId } = referenceArgs(args);
+  return {
+    ruleId,
+    tenantId: scopeTenant(principal, "watchEvents", tenantId),
+    mayReceive: (eventTenant) => !services.keys.isRevoked(principal) && may(principal, "watchEvents", eventTenant),
+  };
 }

@@ -1,6 +1,7 @@
-import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from "type-graphql";
+import { Arg, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from "type-graphql";
 import type { RuleRevision } from "../../domain/revision.js";
 import { windowSecondsOf, type Action, type Rule } from "../../domain/rule.js";
+import { IdArg, TenantIdArg } from "../args.js";
 import type { ApiContext } from "../context.js";
 import { ActionEnum } from "../types/enums.js";
 import { RuleRevisionType } from "../types/revision.type.js";
@@ -10,12 +11,12 @@ import { RuleType } from "../types/rule.type.js";
 @Resolver(() => RuleType)
 export class RuleResolver {
   @Query(() => RuleType, { nullable: true })
-  rule(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Rule | null {
+  rule(@IdArg("id") id: string, @Ctx() ctx: ApiContext): Rule | null {
     return ctx.services.rules.get(ctx.principal, id);
   }
 
   @Query(() => [RuleType])
-  rules(@Arg("tenantId", () => String, { nullable: true }) tenantId: string | null, @Ctx() ctx: ApiContext): Rule[] {
+  rules(@TenantIdArg() tenantId: string | null, @Ctx() ctx: ApiContext): Rule[] {
     return ctx.services.rules.list(ctx.principal, tenantId);
   }
 
@@ -26,7 +27,7 @@ export class RuleResolver {
 
   @Mutation(() => RuleType, { description: "Fails with extensions.code CONFLICT when expectedVersion is given and is not the rule's version." })
   updateRule(
-    @Arg("id", () => ID) id: string,
+    @IdArg("id") id: string,
     @Arg("input", () => UpdateRuleInput) input: UpdateRuleInput,
     @Arg("expectedVersion", () => Int, { nullable: true }) expectedVersion: number | null,
     @Ctx() ctx: ApiContext,
@@ -35,23 +36,23 @@ export class RuleResolver {
   }
 
   @Mutation(() => Boolean)
-  deleteRule(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Promise<boolean> {
+  deleteRule(@IdArg("id") id: string, @Ctx() ctx: ApiContext): Promise<boolean> {
     return ctx.services.rules.delete(ctx.principal, id);
   }
 
   @Query(() => [RuleRevisionType], { description: "Every change of the rule, oldest first; a deleted rule keeps its history." })
-  ruleHistory(@Arg("id", () => ID) id: string, @Ctx() ctx: ApiContext): Promise<RuleRevision[]> {
+  ruleHistory(@IdArg("id") id: string, @Ctx() ctx: ApiContext): Promise<RuleRevision[]> {
     return ctx.services.rules.history(ctx.principal, id);
   }
 
   @Mutation(() => RuleType, { description: "Writes a new version equal to `version` of the rule's history (nothing changes when the rule already equals it)." })
-  rollbackRule(@Arg("id", () => ID) id: string, @Arg("version", () => Int) version: number, @Ctx() ctx: ApiContext): Promise<Rule> {
+  rollbackRule(@IdArg("id") id: string, @Arg("version", () => Int) version: number, @Ctx() ctx: ApiContext): Promise<Rule> {
     return ctx.services.rules.rollback(ctx.principal, id, version);
   }
 
   @Mutation(() => RuleType, { description: "Takes a LOG_ONLY (shadow) rule to enforcement; CONFLICT when the rule is not LOG_ONLY or not at expectedVersion." })
   promoteRule(
-    @Arg("id", () => ID) id: string,
+    @IdArg("id") id: string,
     @Arg("action", () => ActionEnum, { defaultValue: "REJECT" }) action: Action,
     @Arg("expectedVersion", () => Int, { nullable: true }) expectedVersion: number | null,
     @Ctx() ctx: ApiContext,
@@ -60,7 +61,7 @@ export class RuleResolver {
   }
 
   @Mutation(() => Boolean, { description: 'Forget one bucket\'s state, e.g. resetLimit(ruleId, "user:u42").' })
-  resetLimit(@Arg("ruleId", () => ID) ruleId: string, @Arg("key", () => String) key: string, @Ctx() ctx: ApiContext): Promise<boolean> {
+  resetLimit(@IdArg("ruleId") ruleId: string, @Arg("key", () => String) key: string, @Ctx() ctx: ApiContext): Promise<boolean> {
     return ctx.services.rules.resetLimit(ctx.principal, ruleId, key);
   }
 

@@ -1,5 +1,6 @@
 import { Arg, Ctx, Mutation, Query, Resolver } from "type-graphql";
 import type { ImportReport } from "../../engine/rule-service.js";
+import { TenantIdArg } from "../args.js";
 import type { ApiContext } from "../context.js";
 import { RuleImportReportType } from "../types/rules-file.type.js";
 
@@ -17,7 +18,7 @@ export class RulesFileResolver {
   }
 
   @Query(() => String, { description: "The stored rules (of one tenant, or all) as a YAML rules file that imports back unchanged." })
-  exportRules(@Arg("tenantId", () => String, { nullable: true }) tenantId: string | null, @Ctx() ctx: ApiContext): Promise<string> {
+  exportRules(@TenantIdArg() tenantId: string | null, @Ctx() ctx: ApiContext): Promise<string> {
     return ctx.services.rules.exportRules(ctx.principal, tenantId);
   }
 }

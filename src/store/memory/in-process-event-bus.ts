@@ -4,12 +4,13 @@
  * the others.
  */
 
-import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
+import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
 import type { EventBus, Unsubscribe } from "../../domain/ports.js";
 
 export class InProcessEventBus implements EventBus {
   private readonly ruleListeners = new Listeners<RuleChange>();
   private readonly resetListeners = new Listeners<BucketReset>();
+  private readonly revocationListeners = new Listeners<KeyRevocation>();
   private readonly throttleListeners = new Listeners<ThrottleEvent>();
   private readonly nearLimitListeners = new Listeners<NearLimitEvent>();
 
@@ -19,6 +20,10 @@ export class InProcessEventBus implements EventBus {
 
   async publishBucketReset(reset: BucketReset): Promise<void> {
     this.resetListeners.deliver(reset);
+  }
+
+  async publishKeyRevocation(revocation: KeyRevocation): Promise<void> {
+    this.revocationListeners.deliver(revocation);
   }
 
   publishThrottle(event: ThrottleEvent): void {
@@ -37,6 +42,10 @@ export class InProcessEventBus implements EventBus {
     return this.resetListeners.add(listener);
   }
 
+  onKeyRevocation(listener: (revocation: KeyRevocation) => void): Unsubscribe {
+    return this.revocationListeners.add(listener);
+  }
+
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe {
     return this.throttleListeners.add(listener);
   }
@@ -48,6 +57,7 @@ export class InProcessEventBus implements EventBus {
   async close(): Promise<void> {
     this.ruleListeners.clear();
     this.resetListeners.clear();
+    this.revocationListeners.clear();
     this.throttleListeners.clear();
     this.nearLimitListeners.clear();
   }

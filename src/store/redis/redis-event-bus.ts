@@ -4,6 +4,7 @@
  *
  *   <prefix>events:rule-changes   <prefix>events:bucket-resets
  *   <prefix>events:throttle       <prefix>events:near-limit
+ *   <prefix>events:key-revocations
  *
  * A message is JSON: {"from": "<instance id>", "event": {...}}. The
  * publishing instance delivers its own event to its listeners at once, so its
@@ -15,17 +16,25 @@
  * is sent never sees it. The periodic full reload of the rules (RuleSync)
  * makes up for a lost rule change; a lost bucket reset leaves that instance
  * refusing the bucket from its over-limit cache until the refusal would have
- * ended anyway; a lost throttle event stays lost.
+ * ended anyway; a lost key revocation is made up for by each instance
+ * checking its cached keys and open sockets against the database again
+ * within API_KEY_CACHE_MS; a lost throttle event stays lost.
  */
 
 import type { Cluster, Redis } from "ioredis";
-import type { BucketReset, NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
+import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
 import type { EventBus, Unsubscribe } from "../../domain/ports.js";
 import { InProcessEventBus } from "../memory/in-process-event-bus.js";
 
-type Kind = "ruleChange" | "bucketReset" | "throttle" | "nearLimit";
+type Kind = "ruleChange" | "bucketReset" | "keyRevocation" | "throttle" | "nearLimit";
 
-const CHANNEL_NAMES: Record<Kind, string> = { ruleChange: "rule-changes", bucketReset: "bucket-resets", throttle: "throttle", nearLimit: "near-limit" };
+const CHANNEL_NAMES: Record<Kind, string> = {
+  ruleChange: "rule-changes",
+  bucketReset: "bucket-resets",
+  keyRevocation: "key-revocations",
+  throttle: "throttle",
+  nearLimit: "near-limit",
+};
 
 /** The fields of RuleChange, Rule and the events that are Dates, which JSON carries as ISO strings. */
 const DATE_FIELDS = new Set(["at", "createdAt", "updatedAt"]);
@@ -78,6 +87,12 @@ export class RedisEventBus implements EventBus {
     await this.send("bucketReset", reset);
   }
 
+  /** Like a rule change: delivered here at once, then handed to Redis; a failed publish is reported, not thrown (the key is revoked in the database). */
+  async publishKeyRevocation(revocation: KeyRevocation): Promise<void> {
+    await this.local.publishKeyRevocation(revocation);
+    await this.send("keyRevocation", revocation);
+  }
+
   publishThrottle(event: ThrottleEvent): void {
     this.local.publishThrottle(event);
     void this.send("throttle", event);
@@ -94,6 +109,10 @@ export class RedisEventBus implements EventBus {
 
   onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe {
     return this.local.onBucketReset(listener);
+  }
+
+  onKeyRevocation(listener: (revocation: KeyRevocation) => void): Unsubscribe {
+    return this.local.onKeyRevocation(listener);
   }
 
   onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe {
@@ -131,6 +150,7 @@ export class RedisEventBus implements EventBus {
     if (envelope.from === this.options.instanceId) return;
     if (kind === "ruleChange") void this.local.publishRuleChange(envelope.event as RuleChange);
     else if (kind === "bucketReset") void this.local.publishBucketReset(envelope.event as BucketReset);
+    else if (kind === "keyRevocation") void this.local.publishKeyRevocation(envelope.event as KeyRevocation);
     else if (kind === "throttle") this.local.publishThrottle(envelope.event as ThrottleEvent);
     else this.local.publishNearLimit(envelope.event as NearLimitEvent);
   }
