@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { defaultServerConditions } from "vite";
 import { defineConfig } from "vitest/config";
 
 const require = createRequire(import.meta.url);
@@ -9,6 +10,11 @@ export default defineConfig({
     // which copy made a schema. The service (Apollo, type-graphql) loads the
     // CommonJS one through Node; tests must import that same copy.
     alias: [{ find: /^graphql$/, replacement: require.resolve("graphql") }],
+  },
+  ssr: {
+    // package.json "exports" and "imports" send this condition to the sources: tests import
+    // "floodgate/client", "floodgate/express"... as users do, without a build.
+    resolve: { conditions: ["floodgate-source", ...defaultServerConditions] },
   },
   test: {
     include: ["test/**/*.test.ts"],

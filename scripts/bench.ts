@@ -257,7 +257,7 @@ async function expectDecision(server: ServerProcess, body: string, allowed: bool
 }
 
 function requestOf(c: Caller): CheckRequest {
-  return { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
+  return { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
 }
 
 function header(): string {

@@ -51,7 +51,7 @@ interface Measured {
 
 function scenarios(): Scenario[] {
   const c = caller(0);
-  const request: CheckRequest = { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
+  const request: CheckRequest = { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
   const bench: BucketRef[] = new RuleIndex(ruleSet(10).map(compileRule))
     .match(request)
     .map((rule) => ({ ruleId: rule.rule.id, key: rule.keyOf(request)!, params: rule.params }));

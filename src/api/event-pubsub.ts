@@ -7,16 +7,18 @@
  */
 
 import type { PubSub } from "type-graphql";
-import type { NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
+import type { Invalidation, NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
 import type { Telemetry } from "../engine/telemetry.js";
 import { subscriberTooSlow } from "./errors.js";
 import { eventStream } from "./event-stream.js";
+import { listenForInvalidations } from "./invalidations.js";
 
 export const Topic = {
   THROTTLE_EVENTS: "THROTTLE_EVENTS",
   NEAR_LIMIT_EVENTS: "NEAR_LIMIT_EVENTS",
   RULE_CHANGES: "RULE_CHANGES",
+  INVALIDATIONS: "INVALIDATIONS",
 } as const;
 
 /** A subscription's arguments: which events it asks for. */
@@ -36,11 +38,9 @@ export const SUBSCRIBER_BUFFER = 1000;
 type Listen<T> = (listener: (event: T) => void) => Unsubscribe;
 
 export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
-  const filtered = <T extends { tenantId: string; ruleId: string }>(listen: Listen<T>, { tenantId, ruleId, mayReceive }: EventFilter) => {
-    const wanted = (event: T) =>
-      (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId) && mayReceive(event.tenantId);
+  const stream = <T>(subscribe: (push: (event: T) => void) => Unsubscribe) => {
     telemetry.subscriptionOpened();
-    return eventStream<T>((push) => listen((event) => wanted(event) && push(event)), {
+    return eventStream<T>(subscribe, {
       capacity: SUBSCRIBER_BUFFER,
       overflow: () => {
         telemetry.eventsDropped(SUBSCRIBER_BUFFER + 1);
@@ -48,6 +48,11 @@ export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
       },
       onClose: () => telemetry.subscriptionClosed(),
     });
+  };
+  const filtered = <T extends { tenantId: string; ruleId: string }>(listen: Listen<T>, { tenantId, ruleId, mayReceive }: EventFilter) => {
+    const wanted = (event: T) =>
+      (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId) && mayReceive(event.tenantId);
+    return stream<T>((push) => listen((event) => wanted(event) && push(event)));
   };
   return {
     publish(routingKey, payload) {
@@ -61,6 +66,7 @@ export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
       if (routingKey === Topic.THROTTLE_EVENTS) return filtered<ThrottleEvent>((l) => events.onThrottle(l), wanted);
       if (routingKey === Topic.NEAR_LIMIT_EVENTS) return filtered<NearLimitEvent>((l) => events.onNearLimit(l), wanted);
       if (routingKey === Topic.RULE_CHANGES) return filtered<RuleChange>((l) => events.onRuleChange(l), wanted);
+      if (routingKey === Topic.INVALIDATIONS) return stream<Invalidation>((push) => listenForInvalidations(events, wanted, push));
       throw new Error(`unknown topic ${routingKey}`);
     },
   };

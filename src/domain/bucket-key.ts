@@ -36,7 +36,7 @@ const VALUES: Record<Dimension, ValueOf> = {
   USER: (r) => r.userId,
   IP: (r) => r.ip,
   API_KEY: (r) => (r.apiKey === null ? null : digest(r.apiKey)),
-  CLIENT: (r) => (r.ip === null && r.userAgent === null && r.apiKey === null ? null : clientFingerprint(r)),
+  CLIENT: (r) => (r.ip === null && r.userAgent === null && r.apiKey === null && r.cookie === null ? null : clientFingerprint(r)),
   ENDPOINT: (r) => (r.resource === null ? null : `${r.method ?? "ANY"} ${r.resource}`),
 };
 
@@ -65,10 +65,16 @@ export function bucketId(ruleId: string, key: string): string {
   return `${ruleId}\n${key}`;
 }
 
-/** The fingerprint of a caller: sha256 over ip, user agent and API key, each length-prefixed. */
-export function clientFingerprint(request: Pick<CheckRequest, "ip" | "userAgent" | "apiKey">): string {
+/**
+ * The fingerprint of a caller, as the design identifies a user: sha256 over
+ * ip, user agent, API key and cookie, each length-prefixed. The cookie came
+ * later, so it is hashed only when there is one: a request without a cookie
+ * keeps the fingerprint, and so the CLIENT bucket, it had before.
+ */
+export function clientFingerprint(request: Pick<CheckRequest, "ip" | "userAgent" | "apiKey"> & { cookie?: string | null }): string {
   const hash = createHash("sha256");
-  for (const part of [request.ip, request.userAgent, request.apiKey]) {
+  const parts = request.cookie == null ? [request.ip, request.userAgent, request.apiKey] : [request.ip, request.userAgent, request.apiKey, request.cookie];
+  for (const part of parts) {
     const value = part ?? "";
     hash.update(`${value.length}:${value}`);
   }

@@ -31,7 +31,29 @@ export interface NearLimitEvent extends LimitEvent {
 /** A bucket forgotten by resetLimit: every instance drops what it remembers of it. */
 export interface BucketReset {
   ruleId: string;
+  /** The rule's tenant, so that only that tenant's subscribers hear of it. */
+  tenantId: string;
   key: string;
+}
+
+/**
+ * What makes a remembered decision stale, as the clients that cache refusals
+ * hear it (the `invalidations` subscription): a rule changed (every bucket of
+ * it) or one bucket was reset. LISTENING is the first message of every
+ * subscription: what is published from then on reaches the subscriber.
+ */
+export type InvalidationKind = "LISTENING" | "RULE_CHANGED" | "BUCKET_RESET";
+
+export const INVALIDATION_KINDS: readonly InvalidationKind[] = ["LISTENING", "RULE_CHANGED", "BUCKET_RESET"];
+
+export interface Invalidation {
+  kind: InvalidationKind;
+  /** Null for LISTENING. */
+  tenantId: string | null;
+  ruleId: string | null;
+  /** The bucket, for BUCKET_RESET; null: every bucket of the rule. */
+  key: string | null;
+  at: Date;
 }
 
 /** An API key revoked: every instance stops accepting it at once, and closes the sockets it holds. */

@@ -15,6 +15,7 @@ export interface CheckRequestInput {
   ip?: string | null;
   apiKey?: string | null;
   userAgent?: string | null;
+  cookie?: string | null;
   resource?: string | null;
   method?: string | null;
   cost?: number | null;
@@ -27,6 +28,8 @@ export interface CheckRequest {
   ip: string | null;
   apiKey: string | null;
   userAgent: string | null;
+  /** The caller's cookie (a session cookie's value, say): part of the CLIENT fingerprint only, never shown. */
+  cookie: string | null;
   /** The path only, normalised (see normalizePath): query string and fragment removed. */
   resource: string | null;
   method: HttpMethod | null;
@@ -40,6 +43,7 @@ export const LIMITS = {
   id: 128,
   identifier: 256,
   userAgent: 1024,
+  cookie: 4096,
   resource: 2048,
   maxCost: 1_000_000,
 } as const;
@@ -54,6 +58,7 @@ export function parseCheckRequest(input: CheckRequestInput, field = "request"): 
     ip: ipAddress(input.ip, `${field}.ip`),
     apiKey: identifier(input.apiKey, `${field}.apiKey`, LIMITS.identifier),
     userAgent: identifier(input.userAgent, `${field}.userAgent`, LIMITS.userAgent),
+    cookie: identifier(input.cookie, `${field}.cookie`, LIMITS.cookie),
     resource: resourcePath(input.resource, `${field}.resource`),
     method: httpMethod(input.method, `${field}.method`),
     cost: cost(input.cost, `${field}.cost`),

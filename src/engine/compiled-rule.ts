@@ -4,10 +4,10 @@
  * computed once here, when the rule is loaded or changed, never per request.
  */
 
-import type { LimitParams } from "../domain/algorithms/index.js";
+import { limitParamsOf, type LimitParams } from "../domain/algorithms/index.js";
 import { compileBucketKey, type BucketKeyOf } from "../domain/bucket-key.js";
 import { compileGlob, type CompiledGlob } from "../domain/glob.js";
-import { capacityOf, windowSecondsOf, type Rule } from "../domain/rule.js";
+import { windowSecondsOf, type Rule } from "../domain/rule.js";
 
 export interface CompiledRule {
   readonly rule: Rule;
@@ -24,21 +24,15 @@ export interface CompiledRule {
 export function compileRule(rule: Rule): CompiledRule {
   const windowSeconds = windowSecondsOf(rule.window, rule.windowUnit);
   const policyName = structuredFieldString(rule.name);
-  const capacity = capacityOf(rule);
+  const params = limitParamsOf(rule);
   return {
     rule,
     glob: rule.resource === null ? null : compileGlob(rule.resource),
     keyOf: compileBucketKey(rule),
-    params: {
-      algorithm: rule.algorithm,
-      limit: rule.limit,
-      windowMs: windowSeconds * 1000,
-      capacity,
-      action: rule.action,
-    },
+    params,
     windowSeconds,
     policyName,
-    policyItem: `${policyName};q=${capacity};w=${windowSeconds}`,
+    policyItem: `${policyName};q=${params.capacity};w=${windowSeconds}`,
   };
 }
 

@@ -39,6 +39,7 @@ export class MutationLimiter {
         ip: null,
         apiKey: principal.keyId,
         userAgent: null,
+        cookie: null,
         resource: null,
         method: null,
         cost: changes,

@@ -179,11 +179,11 @@ export class RuleService {
 
   /** Forgets one bucket of one rule, in the store and in every instance's over-limit cache. */
   async resetLimit(principal: Principal, ruleId: string, key: string): Promise<boolean> {
-    this.writable(principal, ruleId, this.book.get(ruleId));
+    const rule = this.writable(principal, ruleId, this.book.get(ruleId));
     if (key.length === 0 || key.length > MAX_BUCKET_KEY) throw new ValidationError("key", `must be 1 to ${MAX_BUCKET_KEY} characters`);
     if (hasControlCharacters(key)) throw new ValidationError("key", "must not contain control characters");
     const forgotten = await this.store.reset(ruleId, key);
-    await this.events.publishBucketReset({ ruleId, key });
+    await this.events.publishBucketReset({ ruleId, tenantId: rule.tenantId, key });
     return forgotten;
   }
 

@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CheckLimitsDocument, DeleteRuleDocument, ResetLimitDocument, UpdateRuleDocument, type CheckLimitsInput } from "../generated/graphql.js";
+import { clientFingerprint } from "../../src/domain/bucket-key.js";
 import { check, createRule, describeOnEachStorage, expectBadUserInput, expectNoStackTrace, header, newTenant, sleep } from "./api-support.js";
 
 type Decision = Awaited<ReturnType<typeof check>>;
@@ -185,6 +186,21 @@ await describeOnEachStorage("checkLimits over HTTP", (suite) => {
     it("a rule of another tenant does not apply", async () => {
       await createRule(suite.client, { tenantId: newTenant(), name: "theirs", limit: 1, window: 1, windowUnit: "MINUTES" });
       expect((await check(suite.client, { tenantId: newTenant() })).results).toEqual([]);
+    });
+
+    it("a CLIENT rule counts each cookie apart, and a request without a cookie in the bucket it always had", async () => {
+      const tenantId = newTenant();
+      const rule = await createRule(suite.client, { tenantId, name: "per-client", scope: ["CLIENT"], limit: 1, window: 1, windowUnit: "MINUTES" });
+      const caller = { tenantId, ip: "10.0.0.1", userAgent: "curl/8.0" };
+      const first = await check(suite.client, { ...caller, cookie: "session-a" });
+      const sameCookie = await check(suite.client, { ...caller, cookie: "session-a" });
+      const otherCookie = await check(suite.client, { ...caller, cookie: "session-b" });
+      const noCookie = await check(suite.client, caller);
+      expect([first.allowed, sameCookie.allowed, otherCookie.allowed, noCookie.allowed]).toEqual([true, false, true, true]);
+      const keys = [first, otherCookie, noCookie].map((d) => d.results.find((r) => r.rule.id === rule.id)?.key);
+      expect(new Set(keys).size).toBe(3);
+      expect(keys.join()).not.toContain("session");
+      expect(noCookie.results[0]?.key).toBe(`client:${clientFingerprint({ ip: "10.0.0.1", userAgent: "curl/8.0", apiKey: null })}`);
     });
 
     it("a deleted rule no longer applies on the very next check", async () => {

@@ -313,3 +313,42 @@ describe("clientFingerprint", () => {
     );
   });
 });
+
+describe("clientFingerprint with a cookie", () => {
+  const caller = { ip: "1.2.3.4", userAgent: "curl/8.0", apiKey: "secret" };
+
+  it("keeps the fingerprint it had before cookies, for a request without one: its CLIENT bucket stays the same", () => {
+    const before = hash22(["1.2.3.4", "curl/8.0", "secret"].map((part) => `${part.length}:${part}`).join(""));
+    expect(clientFingerprint({ ...caller, cookie: null })).toBe(before);
+    expect(keyOf(["CLIENT"], caller)).toBe(`client:${before}`);
+  });
+
+  it("differs when a cookie is added, and when it changes", () => {
+    const without = clientFingerprint({ ...caller, cookie: null });
+    const withOne = clientFingerprint({ ...caller, cookie: "session-1" });
+    expect(withOne).not.toBe(without);
+    expect(clientFingerprint({ ...caller, cookie: "session-2" })).not.toBe(withOne);
+  });
+
+  it("keys CLIENT with only a cookie, and never shows the cookie", () => {
+    const key = keyOf(["CLIENT"], { cookie: "sid=very-secret" });
+    expect(key).toMatch(/^client:[A-Za-z0-9_-]{22}$/);
+    expect(key).not.toContain("very-secret");
+  });
+
+  it("maps distinct (ip, userAgent, apiKey, cookie) quadruples to distinct fingerprints", () => {
+    const unit = fc.constantFrom("1", "2", ":", "a", ".");
+    const field = fc.option(fc.string({ unit, minLength: 1, maxLength: 5 }), { nil: null });
+    const quadruples = fc.uniqueArray(fc.record({ ip: field, userAgent: field, apiKey: field, cookie: field }), {
+      minLength: 2,
+      maxLength: 100,
+      selector: (t) => JSON.stringify([t.ip, t.userAgent, t.apiKey, t.cookie]),
+    });
+    fc.assert(
+      fc.property(quadruples, (list) => {
+        expect(new Set(list.map(clientFingerprint)).size).toBe(list.length);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

@@ -22,7 +22,7 @@ describe("parseCheckRequest defaults", () => {
   });
 
   it('treats "" as absent in every optional string field', () => {
-    const parsed = parseCheckRequest({ tenantId: "acme", userId: "", ip: "", apiKey: "", userAgent: "", resource: "", method: "" });
+    const parsed = parseCheckRequest({ tenantId: "acme", userId: "", ip: "", apiKey: "", userAgent: "", cookie: "", resource: "", method: "" });
     expect(parsed).toEqual(parseCheckRequest(base));
   });
 
@@ -71,6 +71,7 @@ describe("parseCheckRequest identifiers", () => {
     ["rejects a 10 KB userAgent", "userAgent", "a".repeat(10_240), "request.userAgent must be at most 1024 characters (got 10240)"],
     ["rejects a 10 KB resource", "resource", "/" + "r".repeat(10_239), "request.resource must be at most 2048 characters (got 10240)"],
     ["rejects a 10 KB ip before trying to parse it", "ip", "1".repeat(10_240), "request.ip must be at most 64 characters (got 10240)"],
+    ["rejects a 10 KB cookie", "cookie", "c".repeat(10_240), "request.cookie must be at most 4096 characters (got 10240)"],
   ] as const)("%s", (_, field, value, message) => {
     const error = rejection({ ...base, [field]: value });
     expect(error.field).toBe(`request.${field}`);
@@ -82,6 +83,7 @@ describe("parseCheckRequest identifiers", () => {
     [`accepts a userAgent of exactly ${LIMITS.userAgent} characters`, "userAgent", "a".repeat(LIMITS.userAgent)],
     ["does not normalise unicode forms", "userId", "e\u0301"],
     ["accepts spaces inside a userAgent", "userAgent", "Mozilla/5.0 (X11; Linux)"],
+    [`accepts a cookie of exactly ${LIMITS.cookie} characters`, "cookie", "c".repeat(LIMITS.cookie)],
   ] as const)("%s", (_, field, value) => {
     expect(parseCheckRequest({ ...base, [field]: value })[field]).toBe(value);
   });
@@ -102,6 +104,7 @@ describe("parseCheckRequest identifiers", () => {
     ["userId", "admin\u202e"],
     ["apiKey", "k\u2066"],
     ["userId", "u\ud800"],
+    ["cookie", "sid\r\nSet-Cookie: x"],
   ] as const)("rejects control characters in %s (%j)", (field, value) => {
     const error = rejection({ ...base, [field]: value });
     expect(error.field).toBe(`request.${field}`);

@@ -33,6 +33,7 @@ import {
   GetRuleDocument,
   ExportRulesDocument,
   ImportRulesDocument,
+  InvalidationsDocument,
   ListRulesDocument,
   NearLimitEventsDocument,
   PromoteRuleDocument,
@@ -171,6 +172,12 @@ const MATRIX = {
     other: /*                   */ row(ok, F, F, F, U),
     global: /*                  */ row(ok, F, F, F, U),
     omitted: /*                 */ row(ok, ok, F, ok, U),
+  },
+  invalidations: {
+    own: /*                     */ row(ok, ok, ok, F, U),
+    other: /*                   */ row(ok, F, F, F, U),
+    global: /*                  */ row(ok, F, F, F, U),
+    omitted: /*                 */ row(ok, ok, ok, F, U),
   },
   nearLimitEvents: {
     own: /*                     */ row(ok, ok, F, ok, U),
@@ -728,8 +735,15 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
 
   // -- WebSocket cells ----------------------------------------------------------
 
-  type EventOperation = "throttleEvents" | "ruleChanges" | "nearLimitEvents";
-  const EVENT_DOCUMENTS = { throttleEvents: ThrottleEventsDocument, ruleChanges: RuleChangesDocument, nearLimitEvents: NearLimitEventsDocument };
+  type EventOperation = "throttleEvents" | "ruleChanges" | "nearLimitEvents" | "invalidations";
+  const EVENT_DOCUMENTS = {
+    throttleEvents: ThrottleEventsDocument,
+    ruleChanges: RuleChangesDocument,
+    nearLimitEvents: NearLimitEventsDocument,
+    invalidations: InvalidationsDocument,
+  };
+  /** Operations made to happen by rule changes, which "*" rules make too. */
+  const followsRuleChanges = (op: EventOperation) => op === "ruleChanges" || op === "invalidations";
   const isEventOperation = (op: Operation): op is EventOperation => op in EVENT_DOCUMENTS;
 
   function openSocket(token: string | undefined): Socket {
@@ -754,7 +768,8 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
         next: (result) => {
           if (result.errors) sub.errors.push(...result.errors);
           const event = result.data?.[op];
-          if (event) sub.events.push(event);
+          // Every invalidations subscription starts with LISTENING, which names no tenant.
+          if (event && event.tenantId !== null) sub.events.push(event);
         },
         error: (error) => {
           sub.done = true;
@@ -789,7 +804,7 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
   }
 
   /** Tenants whose events can be made to happen: a throttle event always names a real tenant, a rule change may name "*". */
-  const eventTenants = (op: EventOperation) => (op === "ruleChanges" ? [T.A, T.B, "*"] : [T.A, T.B]);
+  const eventTenants = (op: EventOperation) => (followsRuleChanges(op) ? [T.A, T.B, "*"] : [T.A, T.B]);
 
   const countOf = (sub: Subscription<TenantEvent>, tenantId: string) => sub.events.filter((e) => e.tenantId === tenantId).length;
 
@@ -843,10 +858,12 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
         expect(outcomeOf(sub.errors, null)).toBe(cell.expected);
         return;
       }
+      // A tenant's invalidations include those of "*" rules: they apply to the tenant too.
+      const withGlobal = (tenantId: string) => (op === "invalidations" ? [tenantId, "*"] : [tenantId]);
       let expected: string[];
-      if (cell.target === "omitted") expected = cell.who === "ADMIN" ? eventTenants(op) : [T[cell.home]];
-      else if (cell.target === "global") expected = op === "ruleChanges" ? ["*"] : [];
-      else expected = [tenantOf(cell)];
+      if (cell.target === "omitted") expected = cell.who === "ADMIN" ? eventTenants(op) : withGlobal(T[cell.home]);
+      else if (cell.target === "global") expected = followsRuleChanges(op) ? ["*"] : [];
+      else expected = withGlobal(tenantOf(cell));
       await expectOnlyEventsOf(cell, op, socket, sub, expected);
     } finally {
       await socket.client.dispose();

@@ -50,7 +50,7 @@ const THROTTLE: ThrottleEvent = {
   count: 3,
 };
 
-const RESET: BucketReset = { ruleId: "r1", key: "user:u1" };
+const RESET: BucketReset = { ruleId: "r1", tenantId: "acme", key: "user:u1" };
 const REVOCATION: KeyRevocation = { keyId: "k1", at: new Date("2026-11-30T12:00:02.000Z") };
 
 const { retryAfter: _retryAfter, ...sharedFields } = THROTTLE;

@@ -74,6 +74,7 @@ export function makeTenantOnlyCheckRequest(fields: Partial<CheckRequest> = {}): 
     ip: null,
     apiKey: null,
     userAgent: null,
+    cookie: null,
     resource: null,
     method: null,
     cost: 1,

@@ -21,6 +21,12 @@ export class CheckLimitsInput {
   @Field(() => String, { nullable: true })
   userAgent?: string | null;
 
+  @Field(() => String, {
+    nullable: true,
+    description: "The caller's cookie (a session cookie's value): part of the CLIENT fingerprint, never shown in a bucket key.",
+  })
+  cookie?: string | null;
+
   @Field(() => String, { nullable: true, description: 'The path being requested, e.g. "/api/v1/orders".' })
   resource?: string | null;
 

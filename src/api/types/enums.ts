@@ -1,6 +1,6 @@
 import { registerEnumType } from "type-graphql";
 import { DECISION_SOURCES } from "../../domain/decision.js";
-import { RULE_CHANGE_KINDS } from "../../domain/events.js";
+import { INVALIDATION_KINDS, RULE_CHANGE_KINDS } from "../../domain/events.js";
 import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, WINDOW_UNITS } from "../../domain/rule.js";
 
 /** type-graphql registers enums from objects; the domain keeps them as lists of names. */
@@ -15,6 +15,7 @@ export const FailureModeEnum = enumObject(FAILURE_MODES);
 export const WindowUnitEnum = enumObject(WINDOW_UNITS);
 export const DecisionSourceEnum = enumObject(DECISION_SOURCES);
 export const RuleChangeKindEnum = enumObject(RULE_CHANGE_KINDS);
+export const InvalidationKindEnum = enumObject(INVALIDATION_KINDS);
 
 registerEnumType(DimensionEnum, {
   name: "Dimension",
@@ -24,7 +25,7 @@ registerEnumType(DimensionEnum, {
     USER: { description: "The request's userId." },
     IP: { description: "The request's ip." },
     API_KEY: { description: "The request's apiKey." },
-    CLIENT: { description: "A fingerprint of the caller: a hash over ip, userAgent and apiKey." },
+    CLIENT: { description: "A fingerprint of the caller: a hash over ip, userAgent, apiKey and cookie." },
     ENDPOINT: { description: 'The request\'s method and resource together, e.g. "POST /api/v1/orders".' },
   },
 });
@@ -70,5 +71,14 @@ registerEnumType(DecisionSourceEnum, {
       description:
         "This instance, without asking the counter store: a bucket of the request was already known to be over its limit until after now (a refusal only; it consumed nothing). Rules whose buckets were not read say so with consulted: false.",
     },
+  },
+});
+
+registerEnumType(InvalidationKindEnum, {
+  name: "InvalidationKind",
+  valuesConfig: {
+    LISTENING: { description: "The first message of every subscription: what is published from now on reaches this subscriber." },
+    RULE_CHANGED: { description: "A rule was created, updated or deleted: every bucket of it." },
+    BUCKET_RESET: { description: "One bucket was reset (resetLimit)." },
   },
 });

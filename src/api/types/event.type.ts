@@ -1,8 +1,8 @@
 import { Field, ID, Int, ObjectType } from "type-graphql";
-import type { RuleChangeKind } from "../../domain/events.js";
+import type { InvalidationKind, RuleChangeKind } from "../../domain/events.js";
 import type { Action } from "../../domain/rule.js";
 import { OTHER_KEYS } from "../../engine/coalescing-event-bus.js";
-import { ActionEnum, RuleChangeKindEnum } from "./enums.js";
+import { ActionEnum, InvalidationKindEnum, RuleChangeKindEnum } from "./enums.js";
 import { RuleType } from "./rule.type.js";
 
 const KEY_DESCRIPTION = `The bucket, e.g. "user:u42"; "${OTHER_KEYS}" for buckets beyond the EVENT_MAX_KEYS tracked one by one in an interval.`;
@@ -82,5 +82,26 @@ export class RuleChangeType {
   rule!: RuleType | null;
 
   @Field(() => Date)
+  at!: Date;
+}
+
+@ObjectType("Invalidation", {
+  description:
+    "Something that makes remembered decisions stale: a rule changed, or one bucket was reset. Clients that cache refusals forget them on it; ids and keys only, never a rule's definition.",
+})
+export class InvalidationType {
+  @Field(() => InvalidationKindEnum)
+  kind!: InvalidationKind;
+
+  @Field(() => String, { nullable: true, description: "The rule's tenant; null for LISTENING." })
+  tenantId!: string | null;
+
+  @Field(() => ID, { nullable: true, description: "Null for LISTENING." })
+  ruleId!: string | null;
+
+  @Field(() => String, { nullable: true, description: 'The bucket reset, e.g. "user:u42"; null: every bucket of the rule.' })
+  key!: string | null;
+
+  @Field(() => Date, { description: "When the rule changed; for the others, when this instance heard of it." })
   at!: Date;
 }

@@ -5,7 +5,7 @@
  * conformance and property tests hold the two together.
  */
 
-import type { Action, Algorithm } from "../rule.js";
+import { capacityOf, windowSecondsOf, type Action, type Algorithm, type RuleSpec } from "../rule.js";
 import { evaluateFixedWindow, fixedWindowHorizonMs } from "./fixed-window.js";
 import { evaluateLeakyBucket, evaluateTokenBucket, meterExpiresAt } from "./meter.js";
 import { evaluateSlidingWindowCounter, slidingWindowCounterHorizonMs } from "./sliding-window-counter.js";
@@ -22,6 +22,17 @@ const EVALUATORS: Record<Algorithm, Evaluate> = {
   SLIDING_WINDOW_LOG: evaluateSlidingWindowLog,
   LEAKY_BUCKET: evaluateLeakyBucket,
 };
+
+/** What the algorithms need of a rule: its window in milliseconds, and its capacity (burst where the algorithm has one). */
+export function limitParamsOf(rule: Pick<RuleSpec, "algorithm" | "limit" | "window" | "windowUnit" | "burst" | "action">): LimitParams {
+  return {
+    algorithm: rule.algorithm,
+    limit: rule.limit,
+    windowMs: windowSecondsOf(rule.window, rule.windowUnit) * 1000,
+    capacity: capacityOf(rule),
+    action: rule.action,
+  };
+}
 
 export function evaluate(state: CounterState | undefined, nowMs: number, params: LimitParams, cost: number): Evaluation {
   return EVALUATORS[params.algorithm](state, nowMs, params, cost);

@@ -1,0 +1,427 @@
+/**
+ * The Floodgate client: `await client.check(request)` → the decision.
+ *
+ * Network batching. Concurrent checks are gathered into one checkLimitsBatch
+ * request per tenant: a batch closes when it holds batch.maxSize checks, or
+ * when the event loop turns (batch.maxWaitMs 0, the default), or maxWaitMs
+ * after its first check. Its document text never changes, so the server
+ * compiles it once for its fast path. Batches are kept to one tenant because
+ * Floodgate refuses a whole operation whose checks mix tenants a key may not
+ * check; a batch refused for one check's bad input is sent again without it
+ * (Floodgate counts nothing of a refused batch), so no check fails for
+ * another's fault.
+ *
+ * Failure policy. Every call has a deadline, timeoutMs after it was made.
+ * When Floodgate times out, cannot be reached or answers 5xx, the checks are
+ * decided by failureMode: OPEN allows, CLOSED denies (Retry-After 1 s), LOCAL
+ * decides in this process with the rules it last saw (local-limiter.ts); the
+ * decision says degraded: true and source CLIENT_FAILURE_MODE. An outage
+ * never makes a check throw; stats() counts it. A check that is the caller's
+ * fault (bad input, a key that may not check that tenant) throws a
+ * FloodgateError with Floodgate's code.
+ *
+ * The default deadline is 100 ms, not Envoy's 20 ms: Floodgate gives Redis
+ * 50 ms (REDIS_TIMEOUT_MS) before it decides by each rule's own failureMode,
+ * which knows more than the client's one mode, so the client waits for that
+ * answer and a little more; and on a shared machine a healthy check's p99 is
+ * a few milliseconds, so 100 ms is only reached by a Floodgate in trouble.
+ *
+ * Refusal cache: see refusal-cache.ts and invalidation-feed.ts.
+ */
+
+import { ValidationError } from "../domain/errors.js";
+import { platform } from "#floodgate-platform";
+import { ruleLessDecision, type FloodgateDecision } from "./decision.js";
+import {
+  FloodgateChecksDocument,
+  FloodgateInvalidationsDocument,
+  FloodgateResetLimitDocument,
+  type CheckLimitsInput,
+  type FloodgateChecksQuery,
+  type FloodgateResetLimitMutation,
+} from "./generated/operations.js";
+import { InvalidationFeed } from "./invalidation-feed.js";
+import type { LocalLimiter } from "./local-limiter.js";
+import { RefusalCache } from "./refusal-cache.js";
+import { fetchTransport, type FetchFunction, type Transport, type TransportAnswer } from "./transport.js";
+
+export type FailureMode = "OPEN" | "CLOSED" | "LOCAL";
+
+export interface FloodgateClientOptions {
+  /** Floodgate's GraphQL endpoint, e.g. "http://localhost:4000/graphql". */
+  url: string;
+  /** An API key's secret (a CHECKER key is enough). */
+  token: string;
+  /** Longest a call waits for Floodgate, from when it is made; default 100. */
+  timeoutMs?: number;
+  /** How a check is decided when Floodgate cannot be asked; default OPEN. */
+  failureMode?: FailureMode;
+  batch?: {
+    /** Most checks in one request; default 100, at most 1000 (Floodgate's limit). */
+    maxSize?: number;
+    /** 0 (default): a batch closes when the event loop turns; more: up to this long after its first check. */
+    maxWaitMs?: number;
+  };
+  /** The refusal cache: false turns it off; default 10,000 entries. */
+  cache?: false | { maxEntries?: number };
+  /** Connections to Floodgate (Node's pool); default 8. */
+  connections?: number;
+  /** LOCAL: how many processes share each rule's limit while Floodgate is unreachable; default 1. */
+  instances?: number;
+  /** A fetch function to send with instead of the runtime's default (Node: an undici Pool). */
+  fetch?: FetchFunction;
+}
+
+/** What the caller can read of how its checks were decided. */
+export interface ClientStats {
+  /** Checks answered, by who answered. */
+  decisions: { network: number; refusalCache: number; failureMode: number };
+  /** Requests to Floodgate that failed, by how. Each sends its checks to the failure mode. */
+  outages: { timeouts: number; unreachable: number; serverErrors: number };
+  /** Checks that threw because Floodgate refused them (bad input, FORBIDDEN, UNAUTHENTICATED). */
+  callerErrors: number;
+  /** Requests sent with checks, and their mean number of checks. */
+  batches: number;
+  meanBatchSize: number;
+  /** null when the cache is off; live: the push channel is listening, so the cache is in use. */
+  refusalCache: { live: boolean; entries: number } | null;
+}
+
+/** Floodgate refused a call as the caller's fault (code as Floodgate says it), or the client could not make it. */
+export class FloodgateError extends Error {
+  constructor(
+    message: string,
+    /** Floodgate's extensions.code (BAD_USER_INPUT, FORBIDDEN, UNAUTHENTICATED...), or UNAVAILABLE, CLIENT_CLOSED. */
+    readonly code: string,
+    /** For BAD_USER_INPUT: the field at fault, as the check names it ("request.ip"). */
+    readonly field: string | null = null,
+  ) {
+    super(message);
+    this.name = "FloodgateError";
+  }
+}
+
+interface PendingCheck {
+  request: CheckLimitsInput;
+  resolve(decision: FloodgateDecision): void;
+  reject(error: FloodgateError): void;
+}
+
+interface Batch {
+  tenantId: string;
+  checks: PendingCheck[];
+  /** When the first check's deadline passes. */
+  deadlineAtMs: number;
+  /** maxWaitMs's timer, when there is one. */
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+type Outage = keyof ClientStats["outages"];
+
+interface GraphQLBody<T> {
+  data?: T | null;
+  errors?: { message?: string; extensions?: { code?: string; field?: string } }[];
+}
+
+/** Floodgate's own faults, answered like a 5xx. */
+const OUTAGE_CODES = new Set(["INTERNAL_SERVER_ERROR", "SERVICE_UNAVAILABLE"]);
+const MAX_BATCH = 1000;
+const BATCH_FIELD = /^requests\[(\d+)\]\.?(.*)$/;
+
+/** Runs `task` once the event loop has turned (setImmediate where the runtime has it: after the I/O of this turn). */
+const afterThisTurn: (task: () => void) => void =
+  typeof setImmediate === "function" ? (task) => void setImmediate(task) : (task) => void setTimeout(task, 0);
+
+export class FloodgateClient {
+  private readonly transport: Transport;
+  private readonly timeoutMs: number;
+  private readonly failureMode: FailureMode;
+  private readonly maxSize: number;
+  private readonly maxWaitMs: number;
+  private readonly cache: RefusalCache | null;
+  private readonly feed: InvalidationFeed | null;
+  private readonly local: LocalLimiter | null;
+  private readonly open = new Map<string, Batch>();
+  /** Batches sent and not yet answered, for close() to wait for. */
+  private readonly inFlight = new Set<Promise<void>>();
+  private turnScheduled = false;
+  private degraded = false;
+  private closed = false;
+  private readonly counts = {
+    network: 0,
+    refusalCache: 0,
+    failureMode: 0,
+    timeouts: 0,
+    unreachable: 0,
+    serverErrors: 0,
+    callerErrors: 0,
+    batches: 0,
+    batchedChecks: 0,
+  };
+
+  constructor(options: FloodgateClientOptions) {
+    const url = endpoint(options.url);
+    if (typeof options.token !== "string" || options.token.trim() === "") throw new TypeError("FloodgateClient: options.token must be an API key's secret");
+    this.timeoutMs = wholeNumber("timeoutMs", options.timeoutMs, 100, 1, 600_000);
+    this.failureMode = failureModeOf(options.failureMode);
+    this.maxSize = wholeNumber("batch.maxSize", options.batch?.maxSize, 100, 1, MAX_BATCH);
+    this.maxWaitMs = wholeNumber("batch.maxWaitMs", options.batch?.maxWaitMs, 0, 0, 60_000);
+    const connections = wholeNumber("connections", options.connections, 8, 1, 1024);
+    const instances = wholeNumber("instances", options.instances, 1, 1, 1_000_000);
+    const authorization = `Bearer ${options.token}`;
+    const transportOptions = { url, authorization, connections };
+    this.transport = options.fetch ? fetchTransport(options.fetch, transportOptions) : platform.transport(transportOptions);
+
+    if (this.failureMode === "LOCAL") {
+      if (platform.LocalLimiter === null) throw new TypeError('FloodgateClient: options.failureMode "LOCAL" needs Node (node:crypto, node:net); use OPEN or CLOSED here');
+      this.local = new platform.LocalLimiter({ instances, maxBuckets: 100_000 });
+    } else {
+      this.local = null;
+    }
+
+    const cache = options.cache;
+    if (cache === false || platform.WebSocket === null) {
+      this.cache = null;
+      this.feed = null;
+    } else {
+      this.cache = new RefusalCache(wholeNumber("cache.maxEntries", cache?.maxEntries, 10_000, 1, 10_000_000));
+      this.feed = new InvalidationFeed({ url, authorization, WebSocket: platform.WebSocket, cache: this.cache, query: INVALIDATIONS });
+    }
+  }
+
+  /** Decides one check. Resolves with a decision even when Floodgate is down; throws FloodgateError only for the caller's own faults. */
+  check(request: CheckLimitsInput): Promise<FloodgateDecision> {
+    if (this.closed) return Promise.reject(new FloodgateError("the client is closed", "CLIENT_CLOSED"));
+    const remembered = this.cache?.refusal(request, Date.now()) ?? null;
+    if (remembered !== null) {
+      this.counts.refusalCache++;
+      return Promise.resolve(remembered);
+    }
+    return new Promise((resolve, reject) => this.enqueue({ request: inputOf(request), resolve, reject }));
+  }
+
+  /** Decides several checks, in order; they travel in the same batches as any others. */
+  checkMany(requests: readonly CheckLimitsInput[]): Promise<FloodgateDecision[]> {
+    return Promise.all(requests.map((request) => this.check(request)));
+  }
+
+  /** Forgets one bucket of a rule (resetLimit), here at once and everywhere through Floodgate. Throws FloodgateError UNAVAILABLE when Floodgate cannot be asked. */
+  async resetLimit(ruleId: string, key: string): Promise<boolean> {
+    if (this.closed) throw new FloodgateError("the client is closed", "CLIENT_CLOSED");
+    const body = JSON.stringify({ query: RESET_LIMIT, variables: { ruleId, key } });
+    const answer = await this.post<FloodgateResetLimitMutation>(body, Date.now() + this.timeoutMs);
+    if ("outage" in answer) throw new FloodgateError(`Floodgate could not be asked to reset the bucket (${answer.outage})`, "UNAVAILABLE");
+    const { data, errors } = answer.body;
+    if (data?.resetLimit === undefined) throw errorOf(errors);
+    this.cache?.forgetBucket(ruleId, key);
+    return data.resetLimit;
+  }
+
+  stats(): ClientStats {
+    const c = this.counts;
+    return {
+      decisions: { network: c.network, refusalCache: c.refusalCache, failureMode: c.failureMode },
+      outages: { timeouts: c.timeouts, unreachable: c.unreachable, serverErrors: c.serverErrors },
+      callerErrors: c.callerErrors,
+      batches: c.batches,
+      meanBatchSize: c.batches === 0 ? 0 : c.batchedChecks / c.batches,
+      refusalCache: this.cache === null ? null : { live: this.cache.isLive, entries: this.cache.size },
+    };
+  }
+
+  /** Sends what is gathered, waits for what is in flight, and closes the connections and the push channel. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const batch of [...this.open.values()]) void this.flush(batch);
+    await Promise.all([...this.inFlight]);
+    await this.feed?.close();
+    await this.transport.close();
+  }
+
+  private enqueue(check: PendingCheck): void {
+    const { tenantId } = check.request;
+    let batch = this.open.get(tenantId);
+    if (batch === undefined) {
+      batch = { tenantId, checks: [], deadlineAtMs: Date.now() + this.timeoutMs, timer: null };
+      this.open.set(tenantId, batch);
+      if (this.maxWaitMs > 0) {
+        const waiting = batch;
+        batch.timer = setTimeout(() => void this.flush(waiting), this.maxWaitMs);
+      } else if (!this.turnScheduled) {
+        this.turnScheduled = true;
+        afterThisTurn(() => {
+          this.turnScheduled = false;
+          for (const open of [...this.open.values()]) void this.flush(open);
+        });
+      }
+    }
+    batch.checks.push(check);
+    if (batch.checks.length >= this.maxSize) void this.flush(batch);
+  }
+
+  /** Closes a batch and sends it. */
+  private flush(batch: Batch): Promise<void> {
+    if (this.open.get(batch.tenantId) === batch) this.open.delete(batch.tenantId);
+    if (batch.timer !== null) clearTimeout(batch.timer);
+    batch.timer = null;
+    const sending = this.send(batch.checks, batch.deadlineAtMs);
+    this.inFlight.add(sending);
+    return sending.finally(() => this.inFlight.delete(sending));
+  }
+
+  private async send(checks: PendingCheck[], deadlineAtMs: number): Promise<void> {
+    if (checks.length === 0) return;
+    this.counts.batches++;
+    this.counts.batchedChecks += checks.length;
+    const mark = this.cache?.mark() ?? -1;
+    const sentAtMs = Date.now();
+    const answer = await this.post<FloodgateChecksQuery>(CHECKS_PREFIX + JSON.stringify(checks.map((c) => c.request)) + "}}", deadlineAtMs);
+    if ("outage" in answer) return this.byFailureMode(checks, answer.outage);
+    const decisions = answer.body.data?.checkLimitsBatch;
+    if (decisions?.length === checks.length) {
+      this.degraded = false;
+      checks.forEach((check, i) => {
+        const decision = decisions[i]!;
+        this.counts.network++;
+        this.local?.learn(decision);
+        this.cache?.learn(check.request, decision, sentAtMs, mark);
+        check.resolve(decision);
+      });
+      return;
+    }
+    const error = errorOf(answer.body.errors);
+    if (OUTAGE_CODES.has(error.code)) return this.byFailureMode(checks, "serverErrors");
+    return this.isolate(checks, error, deadlineAtMs);
+  }
+
+  /**
+   * Floodgate refused the whole batch for one check's fault (and counted
+   * nothing of it): that check fails with the error, and the others are sent
+   * again, without it; one at a time when the error does not say which it is.
+   */
+  private async isolate(checks: PendingCheck[], error: FloodgateError, deadlineAtMs: number): Promise<void> {
+    const index = error.field === null ? null : BATCH_FIELD.exec(error.field);
+    const faulty = index === null ? (checks.length === 1 ? 0 : -1) : Number(index[1]);
+    if (faulty >= 0 && faulty < checks.length) {
+      this.counts.callerErrors++;
+      // The batch's field ("requests[3].ip") as the check's own ("request.ip").
+      const field = index === null ? error.field : `request.${index[2]}`.replace(/\.$/, "");
+      checks[faulty]!.reject(new FloodgateError(error.message.replace(`requests[${faulty}]`, "request"), error.code, field));
+      if (checks.length === 1) return;
+      await this.send(
+        checks.filter((_, i) => i !== faulty),
+        deadlineAtMs,
+      );
+      return;
+    }
+    await Promise.all(checks.map((check) => this.send([check], deadlineAtMs)));
+  }
+
+  private byFailureMode(checks: readonly PendingCheck[], outage: Outage): void {
+    this.counts[outage]++;
+    if (!this.degraded) {
+      // A new outage: LOCAL starts from empty counters, as Floodgate's own moved on since the last one.
+      this.degraded = true;
+      this.local?.reset();
+    }
+    const nowMs = Date.now();
+    for (const check of checks) {
+      if (this.local === null) {
+        this.counts.failureMode++;
+        check.resolve(ruleLessDecision(this.failureMode === "OPEN", nowMs));
+        continue;
+      }
+      try {
+        const decision = this.local.decide(check.request, nowMs);
+        this.counts.failureMode++;
+        check.resolve(decision);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        this.counts.callerErrors++;
+        check.reject(new FloodgateError(error.message, "BAD_USER_INPUT", error.field));
+      }
+    }
+  }
+
+  /** One POST under the deadline: Floodgate's answer, or which kind of outage kept it from answering. */
+  private async post<T>(body: string, deadlineAtMs: number): Promise<{ body: GraphQLBody<T> } | { outage: Outage }> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), Math.max(0, deadlineAtMs - Date.now()));
+    let answer: TransportAnswer;
+    try {
+      answer = await this.transport.post(body, abort.signal);
+    } catch {
+      // Aborted by the deadline, or refused, reset, not resolved: no answer.
+      return { outage: abort.signal.aborted ? "timeouts" : "unreachable" };
+    } finally {
+      clearTimeout(timer);
+    }
+    if (answer.status >= 500) return { outage: "serverErrors" };
+    try {
+      return { body: JSON.parse(answer.text) as GraphQLBody<T> };
+    } catch {
+      // Not Floodgate answering (a proxy's error page, say).
+      return { outage: "serverErrors" };
+    }
+  }
+}
+
+/**
+ * A document's text as sent: whitespace folded away. The client's documents
+ * hold no string literals, so only the spaces between names remain.
+ */
+function compact(document: string): string {
+  return document
+    .replace(/\s+/g, " ")
+    .replace(/ ?([{}():,!=[\]$@]|\.\.\.) ?/g, "$1")
+    .trim();
+}
+
+const CHECKS_PREFIX = `{"query":${JSON.stringify(compact(String(FloodgateChecksDocument)))},"variables":{"requests":`;
+const RESET_LIMIT = compact(String(FloodgateResetLimitDocument));
+const INVALIDATIONS = compact(String(FloodgateInvalidationsDocument));
+
+/** The check as Floodgate's input type has it: only its fields, so a caller's extra properties cannot fail the batch. */
+function inputOf(r: CheckLimitsInput): CheckLimitsInput {
+  return {
+    tenantId: r.tenantId,
+    userId: r.userId,
+    ip: r.ip,
+    apiKey: r.apiKey,
+    userAgent: r.userAgent,
+    cookie: r.cookie,
+    resource: r.resource,
+    method: r.method,
+    cost: r.cost,
+    dryRun: r.dryRun,
+  };
+}
+
+function errorOf(errors: GraphQLBody<unknown>["errors"]): FloodgateError {
+  const first = errors?.[0];
+  return new FloodgateError(first?.message ?? "Floodgate answered without data or errors", first?.extensions?.code ?? "INTERNAL_SERVER_ERROR", first?.extensions?.field ?? null);
+}
+
+function endpoint(url: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new TypeError(`FloodgateClient: options.url must be an http(s) URL (got ${JSON.stringify(url)})`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new TypeError(`FloodgateClient: options.url must be an http(s) URL (got ${JSON.stringify(url)})`);
+  return parsed;
+}
+
+function wholeNumber(name: string, value: number | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < min || value > max) throw new TypeError(`FloodgateClient: options.${name} must be an integer from ${min} to ${max} (got ${value})`);
+  return value;
+}
+
+function failureModeOf(mode: FailureMode | undefined): FailureMode {
+  if (mode === undefined) return "OPEN";
+  if (mode !== "OPEN" && mode !== "CLOSED" && mode !== "LOCAL") throw new TypeError(`FloodgateClient: options.failureMode must be OPEN, CLOSED or LOCAL (got ${JSON.stringify(mode)})`);
+  return mode;
+}

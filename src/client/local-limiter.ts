@@ -1,0 +1,182 @@
+/**
+ * failureMode LOCAL: while Floodgate cannot be asked, the client decides by
+ * itself with the rules it last saw. Every decision Floodgate sends carries
+ * each applying rule whole (scope, glob, algorithm, limit, window...), so the
+ * client learns the rules of the requests it actually checks, each at the
+ * newest version it has seen. A request is matched, keyed and counted exactly
+ * as the server does it, with the domain's own code (request parsing, globs,
+ * bucket keys, the algorithms and their all-or-nothing combination), on
+ * counters in this process that start empty when the outage does.
+ *
+ * What it cannot know: rules it never saw apply (a request no known rule
+ * applies to is allowed), and other processes' traffic. With `instances`
+ * processes sharing Floodgate's limits, each takes limit ÷ instances, as the
+ * server's own LOCAL mode does with INSTANCE_COUNT, so that together they
+ * never admit more than a rule allows.
+ *
+ * Its decisions say degraded: true and source CLIENT_FAILURE_MODE, and carry
+ * Retry-After on a refusal but none of the X-RateLimit and RateLimit headers:
+ * those describe Floodgate's shared counters, which it could not read.
+ */
+
+import { combine, evaluate, limitParamsOf, stateExpiresAt, type BucketOutcome, type CounterState, type LimitParams } from "../domain/algorithms/index.js";
+import { bucketId, compileBucketKey, type BucketKeyOf } from "../domain/bucket-key.js";
+import { isNearLimit } from "../domain/decision.js";
+import { compileGlob, type CompiledGlob } from "../domain/glob.js";
+import { LruCache } from "../domain/lru-cache.js";
+import { parseCheckRequest, type CheckRequest } from "../domain/request.js";
+import { ALL_TENANTS } from "../domain/rule.js";
+import { retryAfterHeaders, retryAfterSeconds, ruleLessDecision, type FloodgateDecision } from "./decision.js";
+import type { CheckLimitsInput, ClientRuleFragment } from "./generated/operations.js";
+
+type Result = FloodgateDecision["results"][number];
+
+interface KnownRule {
+  rule: ClientRuleFragment;
+  glob: CompiledGlob | null;
+  keyOf: BucketKeyOf;
+  /** This process's share of the rule. */
+  params: LimitParams;
+}
+
+interface Counter {
+  state: CounterState;
+  expiresAt: number;
+}
+
+interface Ranked {
+  result: Result;
+  retryAfterMs: number | null;
+}
+
+export interface LocalLimiterOptions {
+  /** How many processes share each rule's limit while Floodgate is unreachable. */
+  instances: number;
+  /** Buckets counted at once; the least recently used go first. */
+  maxBuckets: number;
+}
+
+export class LocalLimiter {
+  private readonly rules = new Map<string, KnownRule>();
+  private readonly counters: LruCache<string, Counter>;
+
+  constructor(private readonly options: LocalLimiterOptions) {
+    this.counters = new LruCache({ maxEntries: options.maxBuckets });
+  }
+
+  /** Learns the rules of a decision Floodgate made, keeping each at the newest version seen. */
+  learn(decision: FloodgateDecision): void {
+    for (const { rule } of decision.results) {
+      const known = this.rules.get(rule.id);
+      if (known === undefined || known.rule.version < rule.version) this.rules.set(rule.id, this.compile(rule));
+    }
+  }
+
+  /** Forgets the counts of the outage just ended: the next one starts afresh, as Floodgate's counters moved on meanwhile. */
+  reset(): void {
+    this.counters.clear();
+  }
+
+  /** Decides one check; throws the domain's ValidationError for a check Floodgate would refuse as bad input. */
+  decide(input: CheckLimitsInput, nowMs: number): FloodgateDecision {
+    const request = parseCheckRequest(input);
+    const applying = this.applying(request);
+    if (applying.length === 0) return ruleLessDecision(true, nowMs);
+    const ids = applying.map(({ known, key }) => bucketId(known.rule.id, key));
+    const evaluations = applying.map(({ known }, i) => evaluate(this.stateOf(ids[i]!, nowMs), nowMs, known.params, request.cost));
+    const decided = combine(
+      evaluations,
+      applying.map(({ known }) => known.params.action),
+      request.dryRun,
+    );
+    decided.consumes.forEach((consumes, i) => {
+      if (!consumes) return;
+      const state = evaluations[i]!.next;
+      this.counters.set(ids[i]!, { state, expiresAt: stateExpiresAt(state, nowMs, applying[i]!.known.params) });
+    });
+    const ranked = applying.map(({ known, key }, i) => ranking(known, key, decided.outcomes[i]!));
+    return this.decision(ranked.sort(mostRestrictiveFirst), decided.allowed, nowMs);
+  }
+
+  private decision(ranked: Ranked[], allowed: boolean, nowMs: number): FloodgateDecision {
+    const results = ranked.map(({ result }) => result);
+    const enforcing = results.filter((r) => r.rule.action !== "LOG_ONLY");
+    const deciding = (enforcing[0] ?? results[0])!;
+    const throttled = results.filter((r) => r.rule.action === "THROTTLE");
+    const retryAfter = allowed ? null : deciding.retryAfter;
+    const { rule, limit, remaining, resetAt } = deciding;
+    return {
+      allowed,
+      degraded: true,
+      decidedAt: new Date(nowMs).toISOString(),
+      source: "CLIENT_FAILURE_MODE",
+      // The deciding rule's:
+      rule, action: rule.action, limit, remaining, resetAt, retryAfter,
+      delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.delayMs)) : null,
+      nearLimit: allowed && enforcing.some((r) => r.nearLimit),
+      results,
+      headers: retryAfterHeaders(retryAfter),
+    };
+  }
+
+  private applying(request: CheckRequest): { known: KnownRule; key: string }[] {
+    const applying: { known: KnownRule; key: string }[] = [];
+    for (const known of this.rules.values()) {
+      const { rule, glob } = known;
+      if (!rule.enabled || (rule.tenantId !== request.tenantId && rule.tenantId !== ALL_TENANTS)) continue;
+      if (rule.method !== null && rule.method !== request.method) continue;
+      if (glob !== null && (request.resource === null || !glob.matches(request.resource))) continue;
+      const key = known.keyOf(request);
+      if (key !== null) applying.push({ known, key });
+    }
+    return applying;
+  }
+
+  private stateOf(id: string, nowMs: number): CounterState | undefined {
+    const counter = this.counters.get(id);
+    return counter !== undefined && counter.expiresAt > nowMs ? counter.state : undefined;
+  }
+
+  private compile(rule: ClientRuleFragment): KnownRule {
+    const { instances } = this.options;
+    const whole = limitParamsOf(rule);
+    const share = (n: number) => Math.max(1, Math.floor(n / instances));
+    return {
+      rule,
+      glob: rule.resource === null ? null : compileGlob(rule.resource),
+      keyOf: compileBucketKey(rule),
+      params: { ...whole, limit: share(whole.limit), capacity: share(whole.capacity) },
+    };
+  }
+}
+
+function ranking({ rule, params }: KnownRule, key: string, outcome: BucketOutcome): Ranked {
+  return {
+    retryAfterMs: outcome.retryAfterMs,
+    result: {
+      rule,
+      key,
+      allowed: outcome.conforming,
+      limit: params.capacity,
+      remaining: outcome.remaining,
+      resetAt: new Date(outcome.resetAtMs).toISOString(),
+      retryAfter: outcome.retryAfterMs === null ? null : retryAfterSeconds(outcome.retryAfterMs, 0),
+      delayMs: outcome.delayMs,
+      consulted: true,
+      nearLimit: isNearLimit(outcome.conforming, outcome.remaining, params.capacity),
+    },
+  };
+}
+
+/** The server's order of results (src/engine/limiter.ts): refusals first, enforcing before shadow, then the longest wait, the fewest remaining, the higher priority, the rule id. */
+function mostRestrictiveFirst(a: Ranked, b: Ranked): number {
+  const standing = ({ result }: Ranked) => (result.allowed ? 2 : result.rule.action === "LOG_ONLY" ? 1 : 0);
+  const byId = a.result.rule.id < b.result.rule.id ? -1 : a.result.rule.id > b.result.rule.id ? 1 : 0;
+  return (
+    standing(a) - standing(b) ||
+    (b.retryAfterMs ?? 0) - (a.retryAfterMs ?? 0) ||
+    a.result.remaining - b.result.remaining ||
+    b.result.rule.priority - a.result.rule.priority ||
+    byId
+  );
+}

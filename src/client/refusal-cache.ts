@@ -1,0 +1,150 @@
+/**
+ * Refusals remembered on the caller's side, so that a caller hammering over
+ * its limit costs no network at all: once Floodgate refuses a check, the same
+ * check (same tenant, user, ip, API key, user agent, cookie, path and method,
+ * at that cost or more) is refused here until the Retry-After Floodgate gave,
+ * counted from when the check was sent. Only an enforcing refusal counted
+ * against Floodgate's counters is remembered: never an admission, a degraded
+ * (failure-mode) answer, or anything the client decided itself.
+ *
+ * Why it stays true: a refused bucket only drains with time, and other
+ * requests only add to it; only two things can make it admit sooner, a change
+ * of one of its rules and a reset of one of its buckets, and Floodgate pushes
+ * both (the invalidations subscription). So:
+ *   - an entry is forgotten at once when any rule of its decision changes or
+ *     any bucket of it is reset;
+ *   - entries are served and learnt only while that push channel is live
+ *     (from its LISTENING message on); when it goes down every entry is
+ *     forgotten, since what it would have said is lost;
+ *   - a refusal is not learnt when anything was invalidated while its check
+ *     was in flight (the invalidation may concern what it refused on).
+ * The cost of an entry that ends up too cautious is one network check.
+ *
+ * Keyed by the check itself rather than by bucket: finding a check's buckets
+ * would take the rules' globs and key builders, which the client has only in
+ * Node. Memory is bounded: at most maxEntries checks, least recently used
+ * going first.
+ */
+
+import { LruCache } from "../domain/lru-cache.js";
+import { retryAfterSeconds, type FloodgateDecision, type HttpHeader } from "./decision.js";
+import type { CheckLimitsInput } from "./generated/operations.js";
+
+interface Entry {
+  decision: FloodgateDecision;
+  /** The smallest cost known to be refused. */
+  cost: number;
+  /** By this process's clock: when the check that was refused was sent. */
+  sentAtMs: number;
+  untilMs: number;
+}
+
+/** The sf-string of a RateLimit item's name, its r=, and its t= up to the number: one item of the RateLimit header. */
+const RATE_LIMIT_ITEM = /("(?:[^"\\]|\\.)*";r=\d+;t=)(\d+)/g;
+
+export class RefusalCache {
+  private readonly entries: LruCache<string, Entry>;
+  private live = false;
+  /** Counts invalidations: a check sent before the latest one must not teach the cache. */
+  private invalidations = 0;
+
+  constructor(maxEntries: number) {
+    this.entries = new LruCache({ maxEntries });
+  }
+
+  /** Where a check stands: what a refusal learnt from its answer will be compared with. */
+  mark(): number {
+    return this.live ? this.invalidations : -1;
+  }
+
+  /** The remembered refusal of this check, as it stands at nowMs; null when there is none. */
+  refusal(request: CheckLimitsInput, nowMs: number): FloodgateDecision | null {
+    if (!this.live) return null;
+    const key = keyOf(request);
+    const entry = this.entries.get(key);
+    if (entry === undefined) return null;
+    if (entry.untilMs <= nowMs) {
+      this.entries.delete(key);
+      return null;
+    }
+    if ((request.cost ?? 1) < entry.cost) return null;
+    return replay(entry, nowMs);
+  }
+
+  /** Learns from Floodgate's answer to a check sent at `mark` (see mark()). */
+  learn(request: CheckLimitsInput, decision: FloodgateDecision, sentAtMs: number, mark: number): void {
+    if (decision.allowed || decision.degraded || decision.retryAfter === null) return;
+    if (!this.live || mark !== this.invalidations) return;
+    this.entries.set(keyOf(request), { decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfter * 1000 });
+  }
+
+  /** Every bucket of the rule may admit again (the rule changed). */
+  forgetRule(ruleId: string): void {
+    this.invalidations++;
+    this.entries.deleteWhere((_, entry) => entry.decision.results.some((r) => r.rule.id === ruleId));
+  }
+
+  /** One bucket may admit again (it was reset). */
+  forgetBucket(ruleId: string, key: string): void {
+    this.invalidations++;
+    this.entries.deleteWhere((_, entry) => entry.decision.results.some((r) => r.rule.id === ruleId && r.key === key));
+  }
+
+  /** The push channel is live (true) or down (false, and everything is forgotten). */
+  setLive(live: boolean): void {
+    if (!live) {
+      this.invalidations++;
+      this.entries.clear();
+    }
+    this.live = live;
+  }
+
+  get isLive(): boolean {
+    return this.live;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/**
+ * Everything Floodgate reads of a check to find its rules and buckets, one
+ * field after another. Floodgate refuses control characters in every field,
+ * so NUL cannot occur inside a field of a check it answered.
+ */
+function keyOf(r: CheckLimitsInput): string {
+  return [r.tenantId, r.userId, r.ip, r.apiKey, r.userAgent, r.cookie, r.resource?.split(/[?#]/, 1)[0], r.method?.toUpperCase()].map((v) => v ?? "").join("\u0000");
+}
+
+/**
+ * The refusal as it stands now: the waits (retryAfter, Retry-After, each
+ * refusing rule's retryAfter) and the RateLimit header's seconds to reset
+ * counted down to now; everything else as Floodgate said it.
+ */
+function replay({ decision, sentAtMs }: Entry, nowMs: number): FloodgateDecision {
+  const elapsedMs = nowMs - sentAtMs;
+  const waitLeft = (seconds: number | null) => (seconds === null ? null : retryAfterSeconds(sentAtMs + seconds * 1000, nowMs));
+  const retryAfter = waitLeft(decision.retryAfter);
+  const serverNowMs = Date.parse(decision.decidedAt) + elapsedMs;
+  // RateLimit has one item per enforcing rule that was consulted, in the order of the results.
+  const itemsResetAt = decision.results.filter((r) => r.rule.action !== "LOG_ONLY" && r.consulted).map((r) => Date.parse(r.resetAt));
+  const headers = decision.headers.map((header): HttpHeader => {
+    if (header.name === "Retry-After") return { name: header.name, value: String(retryAfter) };
+    if (header.name !== "RateLimit") return header;
+    let item = 0;
+    const value = header.value.replace(RATE_LIMIT_ITEM, (_, head: string, t: string) => {
+      const resetAt = itemsResetAt[item++];
+      return `${head}${resetAt === undefined ? t : Math.max(0, Math.ceil((resetAt - serverNowMs) / 1000))}`;
+    });
+    return { name: header.name, value };
+  });
+  return {
+    ...decision,
+    source: "CLIENT_REFUSAL_CACHE",
+    decidedAt: new Date(nowMs).toISOString(),
+    retryAfter,
+    results: decision.results.map((r) => (r.retryAfter === null ? r : { ...r, retryAfter: waitLeft(r.retryAfter) })),
+    headers,
+  };
+}

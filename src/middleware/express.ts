@@ -1,0 +1,50 @@
+/**
+ * floodgate/express: an Express (or Connect, or node:http) middleware.
+ *
+ *   app.use(floodgate({ url, token, tenant: "acme", skip: ["/healthz"] }));
+ *
+ * Every checked response carries the decision's headers; a denial is answered
+ * here (429, problem details); THROTTLE holds the request for its delay; a
+ * caller's fault the client reports (bad token, say) goes to next(error).
+ * See gate.ts for how a request becomes a check.
+ */
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createGate, type Gate, type MiddlewareOptions, type RequestView } from "./gate.js";
+
+export type ExpressMiddleware = ((request: IncomingMessage, response: ServerResponse, next: (error?: unknown) => void) => void) & {
+  /** The gate, whose client stats() can be read; close() closes a client the middleware made. */
+  readonly gate: Gate<IncomingMessage>;
+};
+
+export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressMiddleware {
+  const gate = createGate<IncomingMessage>(options, nodeRequestView);
+  const middleware = (request: IncomingMessage, response: ServerResponse, next: (error?: unknown) => void) => {
+    gate.decide(request).then((verdict) => {
+      if (verdict.kind === "skip") return next();
+      for (const { name, value } of verdict.headers) response.setHeader(name, value);
+      if (verdict.kind === "deny") {
+        response.statusCode = verdict.status;
+        response.end(verdict.body);
+      } else if (verdict.delayMs > 0) {
+        setTimeout(next, verdict.delayMs);
+      } else {
+        next();
+      }
+    }, next);
+  };
+  return Object.assign(middleware, { gate });
+}
+
+/** node:http's request as the gate reads it (Express's request is one). */
+export function nodeRequestView(request: IncomingMessage): RequestView {
+  return {
+    method: request.method ?? "GET",
+    url: request.url ?? "/",
+    header: (name) => {
+      const value = request.headers[name];
+      return Array.isArray(value) ? value.join(", ") : value;
+    },
+    remoteAddress: request.socket.remoteAddress,
+  };
+}

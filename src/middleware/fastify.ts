@@ -1,0 +1,45 @@
+/**
+ * floodgate/fastify: a Fastify plugin, registered on the root instance (it
+ * does not encapsulate, like fastify-plugin's) so that every route is checked.
+ *
+ *   await app.register(floodgatePlugin, { url, token, tenant: "acme", skip: ["/healthz"] });
+ *
+ * It checks in onRequest, before the body is read: the decision's headers go
+ * on every checked reply; a denial is answered there (429, problem details);
+ * THROTTLE holds the request for its delay. A client the plugin made is closed
+ * with the server. See gate.ts for how a request becomes a check.
+ */
+
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { nodeRequestView } from "./express.js";
+import { createGate, type Gate, type MiddlewareOptions } from "./gate.js";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The plugin's gate: its client's stats(), say. */
+    floodgate: Gate<FastifyRequest>;
+  }
+}
+
+export type FloodgatePluginOptions = MiddlewareOptions<FastifyRequest>;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export function floodgatePlugin(fastify: FastifyInstance, options: FloodgatePluginOptions, done: (error?: Error) => void): void {
+  const gate = createGate<FastifyRequest>(options, (request) => nodeRequestView(request.raw));
+  fastify.decorate("floodgate", gate);
+  fastify.addHook("onRequest", async (request, reply) => {
+    const verdict = await gate.decide(request);
+    if (verdict.kind === "skip") return;
+    for (const { name, value } of verdict.headers) void reply.header(name, value);
+    if (verdict.kind === "deny") return reply.code(verdict.status).send(verdict.body);
+    if (verdict.delayMs > 0) await sleep(verdict.delayMs);
+  });
+  fastify.addHook("onClose", () => gate.close());
+  done();
+}
+
+// What fastify-plugin sets: register on the instance it is given, not in a child context, and be named in errors.
+Object.assign(floodgatePlugin, { [Symbol.for("skip-override")]: true, [Symbol.for("fastify.display-name")]: "floodgate" });
+
+export default floodgatePlugin;

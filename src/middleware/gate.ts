@@ -1,0 +1,227 @@
+/**
+ * What the Express, Fastify and fetch middlewares share: an HTTP request
+ * turned into a check, and the decision turned into what to do with the
+ * request. Framework-free: each adapter gives a view of its request and acts
+ * on the verdict.
+ *
+ * The check, from the request, each part overridable by an extractor:
+ *   ip         the socket's address; X-Forwarded-For only with trustProxy
+ *              (never by default: anyone can send it). trustProxy: n trusts
+ *              n proxies in front, so the address the n-th one saw is taken,
+ *              counting from ours; true trusts every hop (only behind a proxy
+ *              that replaces the header).
+ *   userAgent  User-Agent
+ *   apiKey     the bearer token of Authorization, or the header apiKeyHeader names
+ *   cookie     the value of the cookie cookieName names (none by default)
+ *   method, resource   the method, and the path without its query string
+ *   tenantId   a constant or a function of the request
+ * Values from headers are cut to what Floodgate accepts (lengths, no control
+ * characters), so no header can make a check fail.
+ *
+ * The verdict: headers to set on the response either way; on denial a 429
+ * with an RFC 9457 problem details body; THROTTLE's delay to wait before
+ * going on; LOG_ONLY goes on. Paths on the skip list are not checked.
+ */
+
+import { FloodgateClient, type FloodgateClientOptions, type FloodgateDecision, type HttpHeader } from "../client/index.js";
+import type { CheckLimitsInput } from "../client/generated/operations.js";
+
+/** What the gate reads of a request, whatever the framework. */
+export interface RequestView {
+  method: string;
+  /** The path, with its query string if any (absolute URLs are accepted too). */
+  url: string;
+  /** A header's value by its lower-case name. */
+  header(name: string): string | undefined;
+  /** The peer's address, where the runtime tells it. */
+  remoteAddress: string | undefined;
+}
+
+type Extractor<Req, T> = (request: Req) => T | null | undefined;
+
+export interface GateOptions<Req> {
+  /** A client to check with; or, instead, the client's options (url, token, failureMode...) and the gate makes one. */
+  client?: FloodgateClient;
+  /** The tenant of every request, or a function of the request. */
+  tenant: string | ((request: Req) => string);
+  /** Whether to believe X-Forwarded-For: false (default), the number of proxies in front of this server, or true for all. */
+  trustProxy?: boolean | number;
+  /** Header carrying the caller's API key (e.g. "x-api-key"); default: the bearer token of Authorization. */
+  apiKeyHeader?: string;
+  /** Cookie whose value joins the CLIENT fingerprint (e.g. "session"); default none. */
+  cookieName?: string;
+  /** Overrides of how each part of the check is read from the request. */
+  extract?: {
+    ip?: Extractor<Req, string>;
+    userId?: Extractor<Req, string>;
+    apiKey?: Extractor<Req, string>;
+    userAgent?: Extractor<Req, string>;
+    cookie?: Extractor<Req, string>;
+    method?: Extractor<Req, string>;
+    resource?: Extractor<Req, string>;
+    cost?: Extractor<Req, number>;
+  };
+  /** Requests not to check: exact paths or patterns (health checks), or a test. */
+  skip?: readonly (string | RegExp)[] | ((request: Req) => boolean);
+  /** The problem type URI of the 429 body; default "about:blank" (RFC 9457: the status says it all). */
+  problemType?: string;
+}
+
+export type MiddlewareOptions<Req> = GateOptions<Req> & Partial<FloodgateClientOptions>;
+
+export type Verdict =
+  | { kind: "skip" }
+  | { kind: "pass"; decision: FloodgateDecision; headers: HttpHeader[]; delayMs: number }
+  | { kind: "deny"; decision: FloodgateDecision; status: 429; headers: HttpHeader[]; body: string };
+
+export interface Gate<Req> {
+  readonly client: FloodgateClient;
+  /** Checks the request (unless skipped) and says what to do with it. Rejects only with the client's FloodgateError (a caller's fault, never an outage). */
+  decide(request: Req): Promise<Verdict>;
+  /** Closes the client if the gate made it. */
+  close(): Promise<void>;
+}
+
+/** Floodgate's limits on what a check carries (src/domain/request.ts). */
+const MAX = { identifier: 256, userAgent: 1024, cookie: 4096, resource: 2048 } as const;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
+const IPV6 = /^[0-9A-Fa-f:.]{2,45}$/;
+const SKIP = Object.freeze({ kind: "skip" }) as Verdict;
+
+export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request: Req) => RequestView): Gate<Req> {
+  const owned = options.client === undefined;
+  const client = options.client ?? new FloodgateClient(clientOptions(options));
+  const { tenant, extract = {}, apiKeyHeader, cookieName } = options;
+  const hops = trustedHops(options.trustProxy);
+  const skipped = skipTest(options.skip, view);
+  const problemType = options.problemType ?? "about:blank";
+
+  const checkOf = (request: Req): CheckLimitsInput => {
+    const v = view(request);
+    const path = pathOf(v.url);
+    const authorization = v.header("authorization");
+    return {
+      tenantId: typeof tenant === "function" ? tenant(request) : tenant,
+      ip: extract.ip?.(request) ?? clientIp(v, hops),
+      userId: extract.userId?.(request),
+      apiKey: extract.apiKey?.(request) ?? clean(apiKeyHeader ? v.header(apiKeyHeader.toLowerCase()) : bearerToken(authorization), MAX.identifier),
+      userAgent: extract.userAgent?.(request) ?? clean(v.header("user-agent"), MAX.userAgent),
+      cookie: extract.cookie?.(request) ?? (cookieName ? clean(cookieValue(v.header("cookie"), cookieName), MAX.cookie) : undefined),
+      method: extract.method?.(request) ?? v.method,
+      resource: extract.resource?.(request) ?? clean(path, MAX.resource),
+      cost: extract.cost?.(request),
+    };
+  };
+
+  return {
+    client,
+    async decide(request) {
+      if (skipped(request)) return SKIP;
+      const decision = await client.check(checkOf(request));
+      if (decision.allowed) return { kind: "pass", decision, headers: decision.headers, delayMs: decision.delayMs ?? 0 };
+      return { kind: "deny", decision, status: 429, ...problem(decision, problemType) };
+    },
+    close: () => (owned ? client.close() : Promise.resolve()),
+  };
+}
+
+/**
+ * The 429's headers and body: the decision's headers (Retry-After among
+ * them) and an RFC 9457 problem details object, with the deciding rule and
+ * the wait as extension members, and the seed design's `error` object.
+ */
+function problem(decision: FloodgateDecision, type: string): { headers: HttpHeader[]; body: string } {
+  const retryAfter = decision.retryAfter ?? 1;
+  const message = `Rate limit exceeded. Try again in ${retryAfter} ${retryAfter === 1 ? "second" : "seconds"}.`;
+  const body = {
+    type,
+    title: "Too Many Requests",
+    status: 429,
+    detail: message,
+    ...(decision.rule === null ? {} : { rule: decision.rule.name }),
+    retry_after: retryAfter,
+    error: { code: "RATE_LIMIT_EXCEEDED", message, retry_after: retryAfter },
+  };
+  const headers = decision.headers.some((h) => h.name === "Retry-After") ? decision.headers : [...decision.headers, { name: "Retry-After", value: String(retryAfter) }];
+  return { headers: [...headers, { name: "Content-Type", value: "application/problem+json" }], body: JSON.stringify(body) };
+}
+
+function clientOptions<Req>(options: MiddlewareOptions<Req>): FloodgateClientOptions {
+  if (options.url === undefined || options.token === undefined) throw new TypeError("floodgate middleware: give options.client, or options.url and options.token to make one");
+  const { url, token, timeoutMs, failureMode, batch, cache, connections, instances, fetch } = options;
+  return { url, token, timeoutMs, failureMode, batch, cache, connections, instances, fetch };
+}
+
+function trustedHops(trust: boolean | number | undefined): number {
+  if (trust === undefined || trust === false) return 0;
+  if (trust === true) return Number.POSITIVE_INFINITY;
+  if (!Number.isInteger(trust) || trust < 0) throw new TypeError(`floodgate middleware: options.trustProxy must be true, false or a number of proxies (got ${trust})`);
+  return trust;
+}
+
+function skipTest<Req>(skip: GateOptions<Req>["skip"], view: (request: Req) => RequestView): (request: Req) => boolean {
+  if (skip === undefined) return () => false;
+  if (typeof skip === "function") return skip;
+  const paths = new Set(skip.filter((s): s is string => typeof s === "string"));
+  const patterns = skip.filter((s): s is RegExp => s instanceof RegExp);
+  return (request) => {
+    const path = pathOf(view(request).url);
+    return paths.has(path) || patterns.some((pattern) => pattern.test(path));
+  };
+}
+
+/**
+ * The caller's address: the socket's peer, or with trusted proxies the
+ * address the farthest trusted one saw, read from the right of
+ * X-Forwarded-For. A hop that is not an address stops the walk there.
+ */
+function clientIp(view: RequestView, hops: number): string | undefined {
+  let ip = ipLike(view.remoteAddress);
+  if (hops === 0 || ip === undefined) return ip;
+  const forwarded = (view.header("x-forwarded-for") ?? "").split(",").map((hop) => hop.trim()).filter((hop) => hop !== "").reverse();
+  for (let i = 0; i < forwarded.length && i < hops; i++) {
+    const hop = ipLike(forwarded[i]);
+    if (hop === undefined) break;
+    ip = hop;
+  }
+  return ip;
+}
+
+function ipLike(address: string | undefined): string | undefined {
+  return address !== undefined && (IPV4.test(address) || (IPV6.test(address) && address.includes(":"))) ? address : undefined;
+}
+
+function pathOf(url: string): string {
+  const path = url.startsWith("/") ? url : safePathname(url);
+  const end = path.search(/[?#]/);
+  return end === -1 ? path : path.slice(0, end);
+}
+
+function safePathname(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return "/";
+  }
+}
+
+function bearerToken(authorization: string | undefined): string | undefined {
+  const match = authorization === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  return match?.[1];
+}
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (header === undefined) return undefined;
+  for (const pair of header.split(";")) {
+    const at = pair.indexOf("=");
+    if (at !== -1 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim();
+  }
+  return undefined;
+}
+
+function clean(value: string | undefined, max: number): string | undefined {
+  if (value === undefined) return undefined;
+  const cleaned = value.replace(CONTROL, "").slice(0, max).toWellFormed();
+  return cleaned === "" ? undefined : cleaned;
+}

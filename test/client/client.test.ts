@@ -1,0 +1,291 @@
+/**
+ * floodgate/client against a real Floodgate (embedded, and on Postgres and
+ * Redis): batching, bad input and forbidden checks isolated within a batch,
+ * the refusal cache and what makes it forget, the failure modes, resetLimit
+ * and the options.
+ */
+
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { FloodgateClient, FloodgateError, type FloodgateDecision } from "floodgate/client";
+import { UpdateRuleDocument } from "../generated/graphql.js";
+import { createRule, describeOnEachStorage, newTenant } from "../api/api-support.js";
+import { apiKey, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
+
+const clients: FloodgateClient[] = [];
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) await client.close();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+function track<T extends FloodgateClient>(client: T): T {
+  clients.push(client);
+  return client;
+}
+
+const header = (decision: FloodgateDecision, name: string) => decision.headers.find((h) => h.name === name)?.value;
+
+await describeOnEachStorage("FloodgateClient", (suite) => {
+  async function perUser(tenantId: string, limit: number, extra: Partial<Parameters<typeof createRule>[1]> = {}) {
+    return createRule(suite.client, { tenantId, name: `per-user-${randomUUID()}`, scope: ["USER"], limit, window: 1, windowUnit: "HOURS", ...extra });
+  }
+
+  describe("batching", () => {
+    it("gathers concurrent checks into one checkLimitsBatch request, each decided as if alone", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 30);
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false }));
+      const decisions = await Promise.all(Array.from({ length: 40 }, () => client.check({ tenantId, userId: "u1" })));
+      expect(client.stats()).toMatchObject({ batches: 1, meanBatchSize: 40, decisions: { network: 40 } });
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(30);
+      expect(decisions.slice(0, 30).map((d) => d.remaining)).toEqual(Array.from({ length: 30 }, (_, i) => 29 - i));
+      expect(decisions.slice(30).every((d) => !d.allowed && d.source === "COUNTER_STORE")).toBe(true);
+    });
+
+    it("closes a batch at batch.maxSize", async () => {
+      const tenantId = newTenant();
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false, batch: { maxSize: 16 } }));
+      await client.checkMany(Array.from({ length: 40 }, (_, i) => ({ tenantId, userId: `u${i}` })));
+      expect(client.stats()).toMatchObject({ batches: 3, decisions: { network: 40 } });
+    });
+
+    it("keeps a batch to one tenant", async () => {
+      const [a, b] = [newTenant(), newTenant()];
+      const client = track(patientClient(suite.t.app.url, suite.t.adminToken, { cache: false }));
+      await Promise.all([client.check({ tenantId: a }), client.check({ tenantId: b }), client.check({ tenantId: a })]);
+      expect(client.stats()).toMatchObject({ batches: 2, meanBatchSize: 1.5 });
+    });
+
+    it("fails only the check with bad input, naming its field, and counts each other check once", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 10);
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false }));
+      const outcomes = await Promise.allSettled([0, 1, 2, 3, 4].map((i) => client.check({ tenantId, userId: "u1", ip: i === 2 ? "not-an-ip" : "10.0.0.1" })));
+      const failed = outcomes[2] as PromiseRejectedResult;
+      expect(failed.reason).toBeInstanceOf(FloodgateError);
+      expect(failed.reason).toMatchObject({ code: "BAD_USER_INPUT", field: "request.ip" });
+      expect((failed.reason as Error).message).toMatch(/^request\.ip must be an IPv4 or IPv6 address/);
+      expect(outcomes.filter((o) => o.status === "fulfilled").map((o) => (o as PromiseFulfilledResult<FloodgateDecision>).value.remaining)).toEqual([9, 8, 7, 6]);
+      // A dry run tells what remains once it is counted: 10 - 4 - 1.
+      const after = await client.check({ tenantId, userId: "u1", dryRun: true });
+      expect(after.remaining).toBe(5);
+      expect(client.stats().callerErrors).toBe(1);
+    });
+
+    it("fails only the checks of a tenant the key may not check (FORBIDDEN)", async () => {
+      const [own, other] = [newTenant(), newTenant()];
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, own), { cache: false }));
+      const [mine, theirs] = await Promise.allSettled([client.check({ tenantId: own }), client.check({ tenantId: other })]);
+      expect(mine.status).toBe("fulfilled");
+      expect((theirs as PromiseRejectedResult).reason).toMatchObject({ code: "FORBIDDEN" });
+    });
+  });
+
+  describe("the refusal cache", () => {
+    async function refusedOnce(limit = 2) {
+      const tenantId = newTenant();
+      const rule = await perUser(tenantId, limit);
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
+      await untilCacheLive(client);
+      const request = { tenantId, userId: "u1", resource: "/api/orders", method: "POST" };
+      for (let i = 0; i < limit; i++) expect((await client.check(request)).allowed).toBe(true);
+      const refusal = await client.check(request);
+      expect(refusal).toMatchObject({ allowed: false, source: "COUNTER_STORE" });
+      return { tenantId, rule, client, request, refusal };
+    }
+
+    it("answers a caller hammering over its limit with no request at all, the waits counted down", async () => {
+      const { client, request, refusal } = await refusedOnce();
+      const batches = client.stats().batches;
+      const hammered = await Promise.all(Array.from({ length: 200 }, () => client.check(request)));
+      expect(client.stats().batches).toBe(batches);
+      expect(client.stats().decisions.refusalCache).toBe(200);
+      for (const decision of hammered) {
+        expect(decision).toMatchObject({ allowed: false, source: "CLIENT_REFUSAL_CACHE", rule: refusal.rule, remaining: 0 });
+        expect(decision.retryAfter).toBeLessThanOrEqual(refusal.retryAfter!);
+        expect(header(decision, "Retry-After")).toBe(String(decision.retryAfter));
+        expect(header(decision, "X-RateLimit-Limit")).toBe("2");
+        expect(header(decision, "RateLimit")).toMatch(/^"per-user-[^"]+";r=0;t=\d+$/);
+      }
+      // A larger request is refused as well; the query string does not make another check.
+      expect((await client.check({ ...request, cost: 2 })).source).toBe("CLIENT_REFUSAL_CACHE");
+      expect((await client.check({ ...request, resource: "/api/orders?page=2" })).source).toBe("CLIENT_REFUSAL_CACHE");
+    });
+
+    it("forgets a refusal at once when its bucket is reset, through any client", async () => {
+      const { client, request, rule } = await refusedOnce();
+      const admin = track(patientClient(suite.t.app.url, suite.t.adminToken, { cache: false }));
+      expect(await admin.resetLimit(rule.id, "user:u1")).toBe(true);
+      await until(() => client.stats().refusalCache?.entries === 0, "the reset to reach the client");
+      expect(await client.check(request)).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
+    });
+
+    it("forgets a refusal at once when its rule changes", async () => {
+      const { client, request, rule } = await refusedOnce();
+      await suite.client.data(UpdateRuleDocument, { id: rule.id, input: { limit: 10 } });
+      await until(() => client.stats().refusalCache?.entries === 0, "the rule change to reach the client");
+      expect(await client.check(request)).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
+    });
+
+    it("remembers refusals only: admissions and dry runs that admit always ask Floodgate", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 100);
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
+      await untilCacheLive(client);
+      for (let i = 0; i < 5; i++) await client.check({ tenantId, userId: "u1", dryRun: i % 2 === 0 });
+      expect(client.stats()).toMatchObject({ decisions: { network: 5, refusalCache: 0 }, refusalCache: { entries: 0 } });
+    });
+
+    it("serves nothing while its push channel is down, forgets what it had, and is used again once the channel listens again", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 1);
+      const port = Number(new URL(suite.t.app.url).port);
+      const proxy = await startTcpProxy("127.0.0.1", port);
+      cleanups.push(() => proxy.stop());
+      const client = track(patientClient(`http://127.0.0.1:${proxy.port}/graphql`, await apiKey(suite.client, tenantId), { timeoutMs: 500 }));
+      await untilCacheLive(client);
+      const request = { tenantId, userId: "u1" };
+      await client.check(request);
+      expect((await client.check(request)).source).toBe("COUNTER_STORE");
+      expect(client.stats().refusalCache?.entries).toBe(1);
+
+      await proxy.stop();
+      await until(() => client.stats().refusalCache?.live === false, "the channel to go down");
+      expect(client.stats().refusalCache?.entries).toBe(0);
+      const meanwhile = await client.check(request);
+      expect(meanwhile).toMatchObject({ allowed: true, degraded: true, source: "CLIENT_FAILURE_MODE" });
+
+      await proxy.start();
+      await untilCacheLive(client);
+      // Floodgate's own over-limit cache may answer this one: a refusal from Floodgate all the same.
+      const again = await client.check(request);
+      expect(again.allowed).toBe(false);
+      expect(["COUNTER_STORE", "OVER_LIMIT_CACHE"]).toContain(again.source);
+      expect(await client.check(request)).toMatchObject({ allowed: false, source: "CLIENT_REFUSAL_CACHE" });
+    });
+  });
+
+  describe("failure modes", () => {
+    it.each([
+      ["OPEN", true],
+      ["CLOSED", false],
+    ] as const)("%s decides every check when nothing listens, degraded, and counts the outage", async (failureMode, allowed) => {
+      const client = track(patientClient(await refusingUrl(), "any-token", { failureMode, cache: false }));
+      const decisions = await client.checkMany([{ tenantId: "acme" }, { tenantId: "acme", userId: "u1" }]);
+      for (const decision of decisions) {
+        expect(decision).toMatchObject({ allowed, degraded: true, source: "CLIENT_FAILURE_MODE", rule: null, results: [] });
+        expect(decision.headers).toEqual(allowed ? [] : [{ name: "Retry-After", value: "1" }]);
+      }
+      expect(client.stats()).toMatchObject({ decisions: { failureMode: 2, network: 0 }, outages: { unreachable: 1 } });
+    });
+
+    it("decides by failure mode at the deadline when Floodgate accepts and never answers", async () => {
+      const silent = await silentServer();
+      cleanups.push(() => silent.close());
+      const client = track(new FloodgateClient({ url: silent.url, token: "any-token", timeoutMs: 200, failureMode: "CLOSED", cache: false }));
+      const started = performance.now();
+      const decision = await client.check({ tenantId: "acme" });
+      console.log(`a check to a silent Floodgate was decided after ${(performance.now() - started).toFixed(0)} ms (deadline 200 ms)`);
+      expect(decision).toMatchObject({ allowed: false, degraded: true, source: "CLIENT_FAILURE_MODE" });
+      expect(client.stats().outages).toEqual({ timeouts: 1, unreachable: 0, serverErrors: 0 });
+    });
+
+    it("treats a 5xx as an outage", async () => {
+      const failing = createServer((_, res) => res.writeHead(503, { "content-type": "text/html" }).end("<h1>down</h1>"));
+      await new Promise<void>((resolve) => failing.listen(0, "127.0.0.1", resolve));
+      cleanups.push(() => new Promise((resolve) => failing.close(() => resolve())));
+      const { port } = failing.address() as { port: number };
+      const client = track(patientClient(`http://127.0.0.1:${port}/graphql`, "any-token", { cache: false }));
+      expect(await client.check({ tenantId: "acme" })).toMatchObject({ allowed: true, degraded: true });
+      expect(client.stats().outages.serverErrors).toBe(1);
+    });
+
+    it("LOCAL decides with the rules it last saw, with Floodgate's arithmetic, on counters of its own", async () => {
+      const tenantId = newTenant();
+      const rule = await perUser(tenantId, 3, { algorithm: "SLIDING_WINDOW_LOG", resource: "/api/**" });
+      const proxy = await startTcpProxy("127.0.0.1", Number(new URL(suite.t.app.url).port));
+      cleanups.push(() => proxy.stop());
+      const client = track(patientClient(`http://127.0.0.1:${proxy.port}/graphql`, await apiKey(suite.client, tenantId), { failureMode: "LOCAL", cache: false }));
+      expect((await client.check({ tenantId, userId: "u1", resource: "/api/a" })).rule?.id).toBe(rule.id);
+      await proxy.stop();
+
+      const local = [];
+      for (let i = 0; i < 4; i++) local.push(await client.check({ tenantId, userId: "u2", resource: "/api/b" }));
+      expect(local.map((d) => d.allowed)).toEqual([true, true, true, false]);
+      expect(local.map((d) => d.remaining)).toEqual([2, 1, 0, 0]);
+      const refused = local[3]!;
+      expect(refused).toMatchObject({ degraded: true, source: "CLIENT_FAILURE_MODE", rule: { id: rule.id }, action: "REJECT", limit: 3, retryAfter: 3600 });
+      expect(refused.results.map((r) => [r.rule.id, r.key, r.allowed])).toEqual([[rule.id, "user:u2", false]]);
+      expect(refused.headers).toEqual([{ name: "Retry-After", value: "3600" }]);
+      // Outside the rule's glob nothing applies; invalid input is still the caller's fault.
+      expect(await client.check({ tenantId, userId: "u2", resource: "/other" })).toMatchObject({ allowed: true, rule: null, degraded: true });
+      await expect(client.check({ tenantId, ip: "nope" })).rejects.toMatchObject({ code: "BAD_USER_INPUT", field: "request.ip" });
+    });
+  });
+
+  describe("resetLimit", () => {
+    it("resets a bucket through Floodgate, and throws UNAVAILABLE when Floodgate cannot be asked", async () => {
+      const tenantId = newTenant();
+      const rule = await perUser(tenantId, 1);
+      const client = track(patientClient(suite.t.app.url, suite.t.adminToken));
+      await client.check({ tenantId, userId: "u1" });
+      expect((await client.check({ tenantId, userId: "u1" })).allowed).toBe(false);
+      expect(await client.resetLimit(rule.id, "user:u1")).toBe(true);
+      expect((await client.check({ tenantId, userId: "u1" })).allowed).toBe(true);
+      await expect(client.resetLimit(randomUUID(), "user:u1")).rejects.toMatchObject({ code: "NOT_FOUND" });
+      const down = track(patientClient(await refusingUrl(), "any-token", { cache: false }));
+      await expect(down.resetLimit(rule.id, "user:u1")).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    });
+  });
+});
+
+describe("FloodgateClient options", () => {
+  it.each([
+    [{ url: "ftp://x/graphql" }, "options.url must be an http(s) URL"],
+    [{ token: " " }, "options.token must be an API key's secret"],
+    [{ timeoutMs: 0 }, "options.timeoutMs must be an integer from 1 to 600000 (got 0)"],
+    [{ failureMode: "SOMETIMES" }, 'options.failureMode must be OPEN, CLOSED or LOCAL (got "SOMETIMES")'],
+    [{ batch: { maxSize: 1001 } }, "options.batch.maxSize must be an integer from 1 to 1000 (got 1001)"],
+    [{ batch: { maxWaitMs: -1 } }, "options.batch.maxWaitMs must be an integer from 0 to 60000 (got -1)"],
+    [{ cache: { maxEntries: 0 } }, "options.cache.maxEntries must be an integer from 1 to 10000000 (got 0)"],
+  ])("refuses %j, naming the option", (bad, message) => {
+    expect(() => new FloodgateClient({ url: "http://127.0.0.1:1/graphql", token: "t", ...(bad as object) })).toThrow(message);
+  });
+
+  it("refuses checks once closed", async () => {
+    const client = new FloodgateClient({ url: "http://127.0.0.1:1/graphql", token: "t", cache: false });
+    await client.close();
+    await expect(client.check({ tenantId: "acme" })).rejects.toMatchObject({ code: "CLIENT_CLOSED" });
+  });
+});
+
+describe("FloodgateClient close()", () => {
+  it("succeeds while Floodgate is unreachable, its push channel still trying to connect", async () => {
+    const client = new FloodgateClient({ url: await refusingUrl(), token: "t" });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await expect(client.close()).resolves.toBeUndefined();
+  });
+});
+
+describe("FloodgateClient close() with checks in flight", () => {
+  it("waits for the checks already sent: each resolves with a decision", async () => {
+    const silent = await silentServer();
+    try {
+      // Over fetch, whose transport has nothing of its own to wait for.
+      const client = new FloodgateClient({ url: silent.url, token: "t", timeoutMs: 300, cache: false, fetch: globalThis.fetch });
+      const pending = client.check({ tenantId: "acme" });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      let settledBeforeClose = false;
+      void pending.then(() => (settledBeforeClose = true));
+      await client.close();
+      expect(settledBeforeClose).toBe(true);
+      expect(await pending).toMatchObject({ allowed: true, degraded: true, source: "CLIENT_FAILURE_MODE" });
+    } finally {
+      await silent.close();
+    }
+  });
+});

@@ -1,0 +1,87 @@
+/**
+ * Real Express 5, Fastify 5 and Hono 4 apps on ephemeral ports, each limited
+ * by Floodgate through its middleware (floodgate/express, floodgate/fastify,
+ * floodgate/fetch), as a backend would use them. Every app answers every path
+ * with 200 {"served": <path>}, and /healthz with 200 "ok".
+ */
+
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import express from "express";
+import Fastify from "fastify";
+import { Hono } from "hono";
+import type { FloodgateClient } from "floodgate/client";
+import { floodgate as expressFloodgate } from "floodgate/express";
+import { floodgatePlugin } from "floodgate/fastify";
+import { floodgate as fetchFloodgate } from "floodgate/fetch";
+
+export const FRAMEWORKS = ["express", "fastify", "hono"] as const;
+export type Framework = (typeof FRAMEWORKS)[number];
+
+export interface WebApp {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** The options every framework's middleware takes alike (the client, the tenant, trustProxy, cookieName...). */
+export interface LimitOptions {
+  client: FloodgateClient;
+  tenant: string;
+  trustProxy?: boolean | number;
+  cookieName?: string;
+  skip?: string[];
+}
+
+export async function startWebApp(framework: Framework, options: LimitOptions): Promise<WebApp> {
+  switch (framework) {
+    case "express":
+      return startExpress(options);
+    case "fastify":
+      return startFastify(options);
+    case "hono":
+      return startHono(options);
+  }
+}
+
+async function startExpress(options: LimitOptions): Promise<WebApp> {
+  const app = express();
+  app.use(expressFloodgate(options));
+  app.get("/healthz", (_req, res) => void res.send("ok"));
+  app.all("/{*path}", (req, res) => void res.json({ served: req.path }));
+  const server = await new Promise<ReturnType<typeof app.listen>>((resolve) => {
+    const listening = app.listen(0, "127.0.0.1", () => resolve(listening));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function startFastify(options: LimitOptions): Promise<WebApp> {
+  const app = Fastify();
+  await app.register(floodgatePlugin, options);
+  app.get("/healthz", async () => "ok");
+  app.all("/*", async (request) => ({ served: request.url.split("?")[0] }));
+  const address = await app.listen({ port: 0, host: "127.0.0.1" });
+  return { url: address, close: () => app.close() };
+}
+
+async function startHono(options: LimitOptions): Promise<WebApp> {
+  const limit = fetchFloodgate(options);
+  const app = new Hono<{ Bindings: { incoming: { socket: { remoteAddress?: string } } } }>();
+  app.use(async (c, next) => {
+    const denied = await limit(c.req.raw, { remoteAddress: c.env.incoming.socket.remoteAddress });
+    if (denied) return denied;
+    await next();
+    c.res = limit.withHeaders(c.req.raw, c.res);
+  });
+  app.get("/healthz", (c) => c.text("ok"));
+  app.all("*", (c) => c.json({ served: c.req.path }));
+  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+    const listening = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(listening));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
