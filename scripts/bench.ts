@@ -20,8 +20,8 @@
 import { cpus, loadavg } from "node:os";
 import { Redis } from "ioredis";
 import { openDatabase } from "../src/db/database.js";
-import { compileRule } from "../src/engine/compiled-rule.js";
-import { RuleIndex } from "../src/engine/rule-index.js";
+import { compileRule } from "../src/engine/decision/compiled-rule.js";
+import { RuleIndex } from "../src/engine/decision/rule-index.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
 import type { CheckRequest } from "../src/domain/request.js";
 import type { Rule } from "../src/domain/rule.js";

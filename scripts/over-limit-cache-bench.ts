@@ -15,7 +15,7 @@
 
 import type { BucketOutcome, LimitParams } from "../src/domain/algorithms/index.js";
 import type { BucketRef } from "../src/domain/ports.js";
-import { OverLimitCache } from "../src/engine/over-limit-cache.js";
+import { OverLimitCache } from "../src/engine/decision/over-limit-cache.js";
 import { numberOption } from "./support/number-option.js";
 import { importOldVersion, oldRef } from "./support/old-version.js";
 

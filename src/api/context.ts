@@ -5,10 +5,10 @@ import type { Principal } from "../domain/access.js";
 import type { Decision } from "../domain/decision.js";
 import type { EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
-import type { ApiKeyService } from "../engine/api-key-service.js";
-import type { Limiter } from "../engine/limiter.js";
-import type { MutationLimiter } from "../engine/mutation-limiter.js";
-import type { RuleService } from "../engine/rule-service.js";
+import type { ApiKeyService } from "../engine/access/api-key-service.js";
+import type { Limiter } from "../engine/decision/limiter.js";
+import type { MutationLimiter } from "../engine/access/mutation-limiter.js";
+import type { RuleService } from "../engine/rules/rule-service.js";
 import { MAX_BATCH } from "./operation-checks.js";
 
 export interface Services {

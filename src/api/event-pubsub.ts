@@ -9,7 +9,7 @@
 import type { PubSub } from "type-graphql";
 import type { Invalidation, NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
-import type { Telemetry } from "../engine/telemetry.js";
+import type { Telemetry } from "../domain/telemetry.js";
 import { subscriberTooSlow } from "./errors.js";
 import { eventStream } from "./event-stream.js";
 import { listenForInvalidations } from "./invalidations.js";

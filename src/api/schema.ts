@@ -3,7 +3,7 @@ import { DateTimeResolver } from "graphql-scalars";
 import type { GraphQLSchema } from "graphql";
 import { buildSchema } from "type-graphql";
 import type { EventBus } from "../domain/ports.js";
-import { noTelemetry, type Telemetry } from "../engine/telemetry.js";
+import { noTelemetry, type Telemetry } from "../domain/telemetry.js";
 import { eventBusPubSub } from "./event-pubsub.js";
 import { ApiKeyResolver } from "./resolvers/api-key.resolver.js";
 import { EventResolver } from "./resolvers/event.resolver.js";

@@ -10,8 +10,8 @@ import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import { openRuleAdministration } from "../app.js";
 import { loadSettings } from "../config/settings.js";
-import { BOOTSTRAP } from "../engine/api-key-service.js";
-import { describeProblem, type ImportProblem } from "../engine/rule-import.js";
+import { BOOTSTRAP } from "../engine/access/api-key-service.js";
+import { describeProblem, type ImportProblem } from "../engine/rules/rule-import.js";
 
 const USAGE = `usage: npm run rules -- <command> FILE [options]
 

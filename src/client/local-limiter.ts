@@ -168,7 +168,7 @@ function ranking({ rule, params }: KnownRule, key: string, outcome: BucketOutcom
   };
 }
 
-/** The server's order of results (src/engine/limiter.ts): refusals first, enforcing before shadow, then the longest wait, the fewest remaining, the higher priority, the rule id. */
+/** The server's order of results (src/engine/decision/limiter.ts): refusals first, enforcing before shadow, then the longest wait, the fewest remaining, the higher priority, the rule id. */
 function mostRestrictiveFirst(a: Ranked, b: Ranked): number {
   const standing = ({ result }: Ranked) => (result.allowed ? 2 : result.rule.action === "LOG_ONLY" ? 1 : 0);
   const byId = a.result.rule.id < b.result.rule.id ? -1 : a.result.rule.id > b.result.rule.id ? 1 : 0;

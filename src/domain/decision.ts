@@ -8,7 +8,7 @@ export interface HttpHeader {
 /**
  * Who decided: the counter store, or this instance's over-limit cache, which
  * refuses a request whose bucket it already knows to be over its limit
- * without asking the store (see engine/over-limit-cache.ts).
+ * without asking the store (see engine/decision/over-limit-cache.ts).
  */
 export const DECISION_SOURCES = ["COUNTER_STORE", "OVER_LIMIT_CACHE"] as const;
 export type DecisionSource = (typeof DECISION_SOURCES)[number];

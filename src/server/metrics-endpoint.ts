@@ -18,7 +18,7 @@ import type { Registry } from "prom-client";
 import { ErrorCode, toGraphQLError } from "../api/errors.js";
 import { authorize } from "../domain/access.js";
 import { ALL_TENANTS } from "../domain/rule.js";
-import type { ApiKeyService } from "../engine/api-key-service.js";
+import type { ApiKeyService } from "../engine/access/api-key-service.js";
 
 export interface MetricsAccess {
   registry: Registry;

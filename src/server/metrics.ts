@@ -1,8 +1,8 @@
 /** Prometheus metrics at GET /metrics (prom-client), fed by the engine's Telemetry. */
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { BreakerState } from "../engine/circuit-breaker.js";
-import type { DecisionOutcome, Telemetry } from "../engine/telemetry.js";
+import type { BreakerState } from "../domain/circuit-breaker.js";
+import type { DecisionOutcome, Telemetry } from "../domain/telemetry.js";
 
 const BREAKER_VALUES: Record<BreakerState, number> = { closed: 0, "half-open": 1, open: 2 };
 

@@ -22,7 +22,7 @@ import type { WebSocket } from "ws";
 import type { Principal } from "../domain/access.js";
 import { UnauthenticatedError, UnavailableError } from "../domain/errors.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
-import type { ApiKeyService } from "../engine/api-key-service.js";
+import type { ApiKeyService } from "../engine/access/api-key-service.js";
 
 /** graphql-ws's code for "too many" (it closes a socket that sends connection_init twice with it); its client does not retry on it. */
 export const TOO_MANY_SOCKETS_CLOSE_CODE = 4429;

@@ -11,12 +11,12 @@ import { buildApiSchema } from "../../src/api/schema.js";
 import { ValidationError } from "../../src/domain/errors.js";
 import { systemClock } from "../../src/domain/ports.js";
 import { parseCheckRequest } from "../../src/domain/request.js";
-import { BOOTSTRAP, type ApiKeyService } from "../../src/engine/api-key-service.js";
-import { Limiter } from "../../src/engine/limiter.js";
-import type { MutationLimiter } from "../../src/engine/mutation-limiter.js";
-import { RuleBook } from "../../src/engine/rule-book.js";
-import { RuleService } from "../../src/engine/rule-service.js";
-import type { RuleSync } from "../../src/engine/rule-sync.js";
+import { BOOTSTRAP, type ApiKeyService } from "../../src/engine/access/api-key-service.js";
+import { Limiter } from "../../src/engine/decision/limiter.js";
+import type { MutationLimiter } from "../../src/engine/access/mutation-limiter.js";
+import { RuleBook } from "../../src/engine/decision/rule-book.js";
+import { RuleService } from "../../src/engine/rules/rule-service.js";
+import type { RuleSync } from "../../src/engine/rules/rule-sync.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import {

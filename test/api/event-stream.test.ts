@@ -6,7 +6,7 @@ import { eventBusPubSub, SUBSCRIBER_BUFFER, Topic } from "../../src/api/event-pu
 import { eventStream } from "../../src/api/event-stream.js";
 import type { ThrottleEvent } from "../../src/domain/events.js";
 import type { Unsubscribe } from "../../src/domain/ports.js";
-import { noTelemetry } from "../../src/engine/telemetry.js";
+import { noTelemetry } from "../../src/domain/telemetry.js";
 import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
 
 function source() {

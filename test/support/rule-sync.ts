@@ -1,8 +1,8 @@
 /** The RuleSync of the tests that run the engine in one process. */
 
 import type { EventBus, RuleRepository } from "../../src/domain/ports.js";
-import type { RuleBook } from "../../src/engine/rule-book.js";
-import { RuleSync } from "../../src/engine/rule-sync.js";
+import type { RuleBook } from "../../src/engine/decision/rule-book.js";
+import { RuleSync } from "../../src/engine/rules/rule-sync.js";
 
 /**
  * Keeps `book` current from `events` and `repository` the way the service does,

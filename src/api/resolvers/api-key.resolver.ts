@@ -1,6 +1,6 @@
 import { Arg, Ctx, Mutation, Query, Resolver } from "type-graphql";
 import type { ApiKey } from "../../domain/ports.js";
-import type { CreatedApiKey } from "../../engine/api-key-service.js";
+import type { CreatedApiKey } from "../../engine/access/api-key-service.js";
 import { IdArg, TenantIdArg } from "../args.js";
 import type { ApiContext } from "../context.js";
 import { ApiKeyType, CreateApiKeyInput, CreatedApiKeyType } from "../types/api-key.type.js";

@@ -1,5 +1,5 @@
 import { Arg, Ctx, Mutation, Query, Resolver } from "type-graphql";
-import type { ImportReport } from "../../engine/rule-service.js";
+import type { ImportReport } from "../../engine/rules/rule-service.js";
 import { TenantIdArg } from "../args.js";
 import type { ApiContext } from "../context.js";
 import { RuleImportReportType } from "../types/rules-file.type.js";

@@ -1,7 +1,7 @@
 import { Field, ID, Int, ObjectType } from "type-graphql";
 import type { InvalidationKind, RuleChangeKind } from "../../domain/events.js";
 import type { Action } from "../../domain/rule.js";
-import { OTHER_KEYS } from "../../engine/coalescing-event-bus.js";
+import { OTHER_KEYS } from "../../store/coalescing-event-bus.js";
 import { ActionEnum, InvalidationKindEnum, RuleChangeKindEnum } from "./enums.js";
 import { RuleType } from "./rule.type.js";
 

@@ -11,7 +11,7 @@ import type { LimitParams } from "../../src/domain/algorithms/index.js";
 import { UnavailableError } from "../../src/domain/errors.js";
 import type { BucketRef, CounterReply } from "../../src/domain/ports.js";
 import type { FailureMode } from "../../src/domain/rule.js";
-import { ResilientCounterStore } from "../../src/engine/resilient-counter-store.js";
+import { ResilientCounterStore } from "../../src/store/resilient-counter-store.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import { createRedisClient } from "../../src/store/redis/client.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";

@@ -12,12 +12,12 @@
  */
 
 import { BOOTSTRAP } from "./api-key-service.js";
-import type { Principal } from "../domain/access.js";
-import { RateLimitedError } from "../domain/errors.js";
-import type { Clock, CounterStore } from "../domain/ports.js";
-import type { Rule } from "../domain/rule.js";
-import { Limiter } from "./limiter.js";
-import { RuleBook } from "./rule-book.js";
+import type { Principal } from "../../domain/access.js";
+import { RateLimitedError } from "../../domain/errors.js";
+import type { Clock, CounterStore } from "../../domain/ports.js";
+import type { Rule } from "../../domain/rule.js";
+import { Limiter } from "../decision/limiter.js";
+import { RuleBook } from "../decision/rule-book.js";
 
 const ADMIN_TENANT = "floodgate";
 

@@ -8,9 +8,9 @@
  * cost nothing.
  */
 
-import { pathSegments, type MatchMeter } from "../domain/glob.js";
-import type { CheckRequest } from "../domain/request.js";
-import { ALL_TENANTS, type HttpMethod } from "../domain/rule.js";
+import { pathSegments, type MatchMeter } from "../../domain/glob.js";
+import type { CheckRequest } from "../../domain/request.js";
+import { ALL_TENANTS, type HttpMethod } from "../../domain/rule.js";
 import type { CompiledRule } from "./compiled-rule.js";
 
 class PrefixNode {

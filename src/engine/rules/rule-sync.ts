@@ -15,9 +15,9 @@
  *   never decides with an empty rule set by accident.
  */
 
-import { UnavailableError } from "../domain/errors.js";
-import type { EventBus, RuleRepository, RuleSnapshot, Unsubscribe } from "../domain/ports.js";
-import type { RuleBook } from "./rule-book.js";
+import { UnavailableError } from "../../domain/errors.js";
+import type { EventBus, RuleRepository, RuleSnapshot, Unsubscribe } from "../../domain/ports.js";
+import type { RuleBook } from "../decision/rule-book.js";
 
 export type RuleSource = "database" | "snapshot";
 

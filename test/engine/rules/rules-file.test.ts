@@ -1,11 +1,11 @@
 /** The rules file: reading with the line and field of every problem, planning an import, and writing an export that reads back the same. */
 
 import { describe, expect, it } from "vitest";
-import type { Rule } from "../../src/domain/rule.js";
-import { describeProblem, planImport } from "../../src/engine/rule-import.js";
-import { readRulesFile, writeRulesFile } from "../../src/engine/rules-file.js";
-import { makeNonDefaultRuleSpec, makeRule } from "../support/domain-factory.js";
-import { aliasBomb } from "../support/hostile-input.js";
+import type { Rule } from "../../../src/domain/rule.js";
+import { describeProblem, planImport } from "../../../src/engine/rules/rule-import.js";
+import { readRulesFile, writeRulesFile } from "../../../src/engine/rules/rules-file.js";
+import { makeNonDefaultRuleSpec, makeRule } from "../../support/domain-factory.js";
+import { aliasBomb } from "../../support/hostile-input.js";
 
 let ids = 0;
 const newId = () => `new-${++ids}`;

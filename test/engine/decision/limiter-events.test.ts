@@ -1,16 +1,16 @@
 /** What the limiter publishes: throttle events for refusals, near-limit events for admissions that leave a bucket nearly spent. */
 
 import { beforeEach, describe, expect, it } from "vitest";
-import type { NearLimitEvent, ThrottleEvent } from "../../src/domain/events.js";
-import type { CheckRequest } from "../../src/domain/request.js";
-import type { Rule } from "../../src/domain/rule.js";
-import { BOOTSTRAP } from "../../src/engine/api-key-service.js";
-import { Limiter } from "../../src/engine/limiter.js";
-import { RuleBook } from "../../src/engine/rule-book.js";
-import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
-import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
-import { ManualClock } from "../support/clock.js";
-import { makeCheckRequest, makeRule } from "../support/domain-factory.js";
+import type { NearLimitEvent, ThrottleEvent } from "../../../src/domain/events.js";
+import type { CheckRequest } from "../../../src/domain/request.js";
+import type { Rule } from "../../../src/domain/rule.js";
+import { BOOTSTRAP } from "../../../src/engine/access/api-key-service.js";
+import { Limiter } from "../../../src/engine/decision/limiter.js";
+import { RuleBook } from "../../../src/engine/decision/rule-book.js";
+import { InProcessEventBus } from "../../../src/store/memory/in-process-event-bus.js";
+import { MemoryCounterStore } from "../../../src/store/memory/memory-counter-store.js";
+import { ManualClock } from "../../support/clock.js";
+import { makeCheckRequest, makeRule } from "../../support/domain-factory.js";
 
 const REQUEST = makeCheckRequest();
 

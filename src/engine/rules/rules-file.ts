@@ -19,8 +19,8 @@
  */
 
 import { Document, isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Node } from "yaml";
-import { RULE_DEFAULTS, type Rule, type RuleSpec } from "../domain/rule.js";
-import type { RuleInput } from "../domain/rule-validation.js";
+import { RULE_DEFAULTS, type Rule, type RuleSpec } from "../../domain/rule.js";
+import type { RuleInput } from "../../domain/rule-validation.js";
 
 /** The fields of a rule in the file, in the order an export writes them. */
 const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [

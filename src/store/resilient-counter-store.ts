@@ -28,8 +28,8 @@ import type { LimitParams } from "../domain/algorithms/index.js";
 import { UnavailableError } from "../domain/errors.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, LocalCounterStore, ShardedCounterStore, Unsubscribe } from "../domain/ports.js";
 import type { FailureMode } from "../domain/rule.js";
-import { CircuitBreaker, type BreakerState } from "./circuit-breaker.js";
-import { noTelemetry, type Telemetry } from "./telemetry.js";
+import { CircuitBreaker, type BreakerState } from "../domain/circuit-breaker.js";
+import { noTelemetry, type Telemetry } from "../domain/telemetry.js";
 
 export interface ResilientCounterStoreOptions {
   primary: ShardedCounterStore;

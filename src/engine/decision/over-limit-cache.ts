@@ -36,10 +36,10 @@
  * evicted through keys().next() slows down as deletions pile up).
  */
 
-import type { BucketOutcome, LimitParams } from "../domain/algorithms/index.js";
-import { bucketId } from "../domain/bucket-key.js";
-import { LruCache } from "../domain/lru-cache.js";
-import type { BucketRef } from "../domain/ports.js";
+import type { BucketOutcome, LimitParams } from "../../domain/algorithms/index.js";
+import { bucketId } from "../../domain/bucket-key.js";
+import { LruCache } from "../../domain/lru-cache.js";
+import type { BucketRef } from "../../domain/ports.js";
 
 interface Entry {
   params: LimitParams;

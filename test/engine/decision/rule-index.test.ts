@@ -1,15 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { RuleChange } from "../../src/domain/events.js";
-import { compileGlob, MAX_GLOB_FLOATING_SEGMENTS, MAX_GLOB_SEGMENTS, validateGlob, type MatchMeter } from "../../src/domain/glob.js";
-import { LIMITS, type CheckRequest } from "../../src/domain/request.js";
-import type { HttpMethod, Rule } from "../../src/domain/rule.js";
-import { DEFAULT_RULE_LIMITS } from "../../src/domain/rule-validation.js";
-import { compileRule } from "../../src/engine/compiled-rule.js";
-import { RuleBook } from "../../src/engine/rule-book.js";
-import { RuleIndex } from "../../src/engine/rule-index.js";
-import { makeRule, makeTenantOnlyCheckRequest } from "../support/domain-factory.js";
-import { COSTLIEST_GLOBS, costlyPaths } from "../support/hostile-input.js";
+import type { RuleChange } from "../../../src/domain/events.js";
+import { compileGlob, MAX_GLOB_FLOATING_SEGMENTS, MAX_GLOB_SEGMENTS, validateGlob, type MatchMeter } from "../../../src/domain/glob.js";
+import { LIMITS, type CheckRequest } from "../../../src/domain/request.js";
+import type { HttpMethod, Rule } from "../../../src/domain/rule.js";
+import { DEFAULT_RULE_LIMITS } from "../../../src/domain/rule-validation.js";
+import { compileRule } from "../../../src/engine/decision/compiled-rule.js";
+import { RuleBook } from "../../../src/engine/decision/rule-book.js";
+import { RuleIndex } from "../../../src/engine/decision/rule-index.js";
+import { makeRule, makeTenantOnlyCheckRequest } from "../../support/domain-factory.js";
+import { COSTLIEST_GLOBS, costlyPaths } from "../../support/hostile-input.js";
 
 function indexOf(rules: readonly Rule[]): RuleIndex {
   return new RuleIndex(rules.map(compileRule));

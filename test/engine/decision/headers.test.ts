@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { RuleResult } from "../../src/domain/decision.js";
-import type { Rule } from "../../src/domain/rule.js";
-import { compileRule, type CompiledRule } from "../../src/engine/compiled-rule.js";
-import { rateLimitHeaders, secondsUntil } from "../../src/engine/headers.js";
-import { makeRule } from "../support/domain-factory.js";
+import type { RuleResult } from "../../../src/domain/decision.js";
+import type { Rule } from "../../../src/domain/rule.js";
+import { compileRule, type CompiledRule } from "../../../src/engine/decision/compiled-rule.js";
+import { rateLimitHeaders, secondsUntil } from "../../../src/engine/decision/headers.js";
+import { makeRule } from "../../support/domain-factory.js";
 
 const NOW = 1_700_000_000_000;
 

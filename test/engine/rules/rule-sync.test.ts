@@ -5,19 +5,19 @@
  */
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { RuleChange } from "../../src/domain/events.js";
-import { systemClock } from "../../src/domain/ports.js";
-import type { Rule } from "../../src/domain/rule.js";
-import { specOf } from "../../src/domain/rule-validation.js";
-import { BOOTSTRAP } from "../../src/engine/api-key-service.js";
-import { RuleBook } from "../../src/engine/rule-book.js";
-import { RuleService } from "../../src/engine/rule-service.js";
-import type { RuleSync } from "../../src/engine/rule-sync.js";
-import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
-import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
-import { makeRule } from "../support/domain-factory.js";
-import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
-import { inProcessRuleSync } from "../support/rule-sync.js";
+import type { RuleChange } from "../../../src/domain/events.js";
+import { systemClock } from "../../../src/domain/ports.js";
+import type { Rule } from "../../../src/domain/rule.js";
+import { specOf } from "../../../src/domain/rule-validation.js";
+import { BOOTSTRAP } from "../../../src/engine/access/api-key-service.js";
+import { RuleBook } from "../../../src/engine/decision/rule-book.js";
+import { RuleService } from "../../../src/engine/rules/rule-service.js";
+import type { RuleSync } from "../../../src/engine/rules/rule-sync.js";
+import { InProcessEventBus } from "../../../src/store/memory/in-process-event-bus.js";
+import { MemoryCounterStore } from "../../../src/store/memory/memory-counter-store.js";
+import { makeRule } from "../../support/domain-factory.js";
+import { InMemoryRuleRepository } from "../../support/in-memory-rule-repository.js";
+import { inProcessRuleSync } from "../../support/rule-sync.js";
 
 const SPEC = specOf(makeRule({ tenantId: "acme", name: "per-user", scope: ["USER"] }));
 

@@ -6,26 +6,26 @@
  */
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Decision } from "../../src/domain/decision.js";
-import type { RuleChange } from "../../src/domain/events.js";
-import type { CounterStore } from "../../src/domain/ports.js";
-import type { CheckRequest } from "../../src/domain/request.js";
-import { ALGORITHMS, type Rule } from "../../src/domain/rule.js";
-import { BOOTSTRAP } from "../../src/engine/api-key-service.js";
-import { Limiter } from "../../src/engine/limiter.js";
-import { OverLimitCache } from "../../src/engine/over-limit-cache.js";
-import { RuleBook } from "../../src/engine/rule-book.js";
-import { RuleService } from "../../src/engine/rule-service.js";
-import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
-import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
-import { KeyLayout } from "../../src/store/redis/key-layout.js";
-import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
-import { ManualClock } from "../support/clock.js";
-import { makeCheckRequest, makeRule } from "../support/domain-factory.js";
-import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
-import { CountingCounterStore } from "../support/ports.js";
-import { testRedis } from "../support/redis.js";
-import { redisAvailable } from "../support/services.js";
+import type { Decision } from "../../../src/domain/decision.js";
+import type { RuleChange } from "../../../src/domain/events.js";
+import type { CounterStore } from "../../../src/domain/ports.js";
+import type { CheckRequest } from "../../../src/domain/request.js";
+import { ALGORITHMS, type Rule } from "../../../src/domain/rule.js";
+import { BOOTSTRAP } from "../../../src/engine/access/api-key-service.js";
+import { Limiter } from "../../../src/engine/decision/limiter.js";
+import { OverLimitCache } from "../../../src/engine/decision/over-limit-cache.js";
+import { RuleBook } from "../../../src/engine/decision/rule-book.js";
+import { RuleService } from "../../../src/engine/rules/rule-service.js";
+import { InProcessEventBus } from "../../../src/store/memory/in-process-event-bus.js";
+import { MemoryCounterStore } from "../../../src/store/memory/memory-counter-store.js";
+import { KeyLayout } from "../../../src/store/redis/key-layout.js";
+import { RedisCounterStore } from "../../../src/store/redis/redis-counter-store.js";
+import { ManualClock } from "../../support/clock.js";
+import { makeCheckRequest, makeRule } from "../../support/domain-factory.js";
+import { InMemoryRuleRepository } from "../../support/in-memory-rule-repository.js";
+import { CountingCounterStore } from "../../support/ports.js";
+import { testRedis } from "../../support/redis.js";
+import { redisAvailable } from "../../support/services.js";
 
 type StoreFactory = (clock: ManualClock) => { store: CounterStore; cleanup(): Promise<void> };
 

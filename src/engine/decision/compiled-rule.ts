@@ -4,10 +4,10 @@
  * computed once here, when the rule is loaded or changed, never per request.
  */
 
-import { limitParamsOf, type LimitParams } from "../domain/algorithms/index.js";
-import { compileBucketKey, type BucketKeyOf } from "../domain/bucket-key.js";
-import { compileGlob, type CompiledGlob } from "../domain/glob.js";
-import { windowSecondsOf, type Rule } from "../domain/rule.js";
+import { limitParamsOf, type LimitParams } from "../../domain/algorithms/index.js";
+import { compileBucketKey, type BucketKeyOf } from "../../domain/bucket-key.js";
+import { compileGlob, type CompiledGlob } from "../../domain/glob.js";
+import { windowSecondsOf, type Rule } from "../../domain/rule.js";
 
 export interface CompiledRule {
   readonly rule: Rule;

@@ -6,7 +6,7 @@
  * opens it for another `openMs`. Everyone else keeps the fallback meanwhile.
  */
 
-import type { Clock } from "../domain/ports.js";
+import type { Clock } from "./ports.js";
 
 export type BreakerState = "closed" | "open" | "half-open";
 

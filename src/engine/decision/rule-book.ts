@@ -5,8 +5,8 @@
  * to an older version than one already seen.
  */
 
-import type { RuleChange } from "../domain/events.js";
-import type { Rule } from "../domain/rule.js";
+import type { RuleChange } from "../../domain/events.js";
+import type { Rule } from "../../domain/rule.js";
 import { compileRule, type CompiledRule } from "./compiled-rule.js";
 import { RuleIndex } from "./rule-index.js";
 

@@ -8,12 +8,12 @@
 
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { BOOTSTRAP, ApiKeyService } from "../../src/engine/api-key-service.js";
-import { KnownApiKeys } from "../../src/engine/known-api-keys.js";
-import { UnauthenticatedError, UnavailableError } from "../../src/domain/errors.js";
-import type { ApiKey, ApiKeyCredential, ApiKeyRepository, ApiKeySnapshot } from "../../src/domain/ports.js";
-import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
-import { ManualClock } from "../support/clock.js";
+import { BOOTSTRAP, ApiKeyService } from "../../../src/engine/access/api-key-service.js";
+import { KnownApiKeys } from "../../../src/engine/access/known-api-keys.js";
+import { UnauthenticatedError, UnavailableError } from "../../../src/domain/errors.js";
+import type { ApiKey, ApiKeyCredential, ApiKeyRepository, ApiKeySnapshot } from "../../../src/domain/ports.js";
+import { InProcessEventBus } from "../../../src/store/memory/in-process-event-bus.js";
+import { ManualClock } from "../../support/clock.js";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 const SILENT = { info: () => undefined, warn: () => undefined };

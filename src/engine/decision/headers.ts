@@ -8,7 +8,7 @@
  * LOG_ONLY rules never show: shadow mode is invisible to clients.
  */
 
-import type { HttpHeader, RuleResult } from "../domain/decision.js";
+import type { HttpHeader, RuleResult } from "../../domain/decision.js";
 import type { CompiledRule } from "./compiled-rule.js";
 
 export interface HeaderInput {

@@ -20,9 +20,9 @@
  * rule book's one per rule.
  */
 
-import type { Principal } from "../domain/access.js";
-import { UnavailableError } from "../domain/errors.js";
-import type { ApiKeyCredential, ApiKeyRepository, ApiKeySnapshot } from "../domain/ports.js";
+import type { Principal } from "../../domain/access.js";
+import { UnavailableError } from "../../domain/errors.js";
+import type { ApiKeyCredential, ApiKeyRepository, ApiKeySnapshot } from "../../domain/ports.js";
 
 export interface KnownApiKeysOptions {
   repository: ApiKeyRepository;

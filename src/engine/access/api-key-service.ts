@@ -19,14 +19,14 @@
  */
 
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { authorize, ROLES, scopeTenant, type Principal, type Role } from "../domain/access.js";
-import { NotFoundError, UnauthenticatedError, UnavailableError, ValidationError } from "../domain/errors.js";
-import { LruCache } from "../domain/lru-cache.js";
-import type { ApiKey, ApiKeyRepository, Clock, EventBus } from "../domain/ports.js";
-import { LIMITS } from "../domain/request.js";
-import { ALL_TENANTS } from "../domain/rule.js";
-import { oneOf, text } from "../domain/validation.js";
-import { CircuitBreaker } from "./circuit-breaker.js";
+import { authorize, ROLES, scopeTenant, type Principal, type Role } from "../../domain/access.js";
+import { NotFoundError, UnauthenticatedError, UnavailableError, ValidationError } from "../../domain/errors.js";
+import { LruCache } from "../../domain/lru-cache.js";
+import type { ApiKey, ApiKeyRepository, Clock, EventBus } from "../../domain/ports.js";
+import { LIMITS } from "../../domain/request.js";
+import { ALL_TENANTS } from "../../domain/rule.js";
+import { oneOf, text } from "../../domain/validation.js";
+import { CircuitBreaker } from "../../domain/circuit-breaker.js";
 import type { KnownApiKeys } from "./known-api-keys.js";
 
 export interface CreatedApiKey {

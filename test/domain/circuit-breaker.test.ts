@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CircuitBreaker, type BreakerState } from "../../src/engine/circuit-breaker.js";
+import { CircuitBreaker, type BreakerState } from "../../src/domain/circuit-breaker.js";
 import { ManualClock } from "../support/clock.js";
 
 function breaker(clock = new ManualClock()) {

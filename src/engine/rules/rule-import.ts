@@ -8,9 +8,9 @@
  * does not name are left alone.
  */
 
-import type { RuleWrite } from "../domain/ports.js";
-import type { Rule } from "../domain/rule.js";
-import { checkNewRule, sameSpec, specOf } from "../domain/rule-validation.js";
+import type { RuleWrite } from "../../domain/ports.js";
+import type { Rule } from "../../domain/rule.js";
+import { checkNewRule, sameSpec, specOf } from "../../domain/rule-validation.js";
 import { entryPrefix, readRulesFile, type Position } from "./rules-file.js";
 
 export type ImportOutcome = "created" | "updated" | "unchanged";

@@ -9,13 +9,13 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { authorize, may, scopeTenant, type Principal } from "../domain/access.js";
-import { ConflictError, NotFoundError, RuleQuotaError, ValidationError } from "../domain/errors.js";
-import type { RuleChange, RuleChangeKind } from "../domain/events.js";
-import { creationsByTenant, type Clock, type CounterStore, type EventBus, type RuleRepository } from "../domain/ports.js";
-import { hasControlCharacters } from "../domain/request.js";
-import type { ChangeOrigin, RuleRevision } from "../domain/revision.js";
-import type { Action, Rule, RuleSpec } from "../domain/rule.js";
+import { authorize, may, scopeTenant, type Principal } from "../../domain/access.js";
+import { ConflictError, NotFoundError, RuleQuotaError, ValidationError } from "../../domain/errors.js";
+import type { RuleChange, RuleChangeKind } from "../../domain/events.js";
+import { creationsByTenant, type Clock, type CounterStore, type EventBus, type RuleRepository } from "../../domain/ports.js";
+import { hasControlCharacters } from "../../domain/request.js";
+import type { ChangeOrigin, RuleRevision } from "../../domain/revision.js";
+import type { Action, Rule, RuleSpec } from "../../domain/rule.js";
 import {
   DEFAULT_RULE_LIMITS,
   sameSpec,
@@ -24,9 +24,9 @@ import {
   validateRuleChange,
   type RuleInput,
   type RuleLimits,
-} from "../domain/rule-validation.js";
-import type { OverLimitCache } from "./over-limit-cache.js";
-import type { RuleBook } from "./rule-book.js";
+} from "../../domain/rule-validation.js";
+import type { OverLimitCache } from "../decision/over-limit-cache.js";
+import type { RuleBook } from "../decision/rule-book.js";
 import { planImport, type ImportProblem } from "./rule-import.js";
 import { writeRulesFile } from "./rules-file.js";
 

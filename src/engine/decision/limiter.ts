@@ -8,17 +8,17 @@
  * refused here, without the store.
  */
 
-import { authorize, type Principal } from "../domain/access.js";
-import type { BucketOutcome } from "../domain/algorithms/index.js";
-import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../domain/decision.js";
-import type { LimitEvent } from "../domain/events.js";
-import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../domain/ports.js";
-import type { CheckRequest } from "../domain/request.js";
+import { authorize, type Principal } from "../../domain/access.js";
+import type { BucketOutcome } from "../../domain/algorithms/index.js";
+import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../../domain/decision.js";
+import type { LimitEvent } from "../../domain/events.js";
+import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../../domain/ports.js";
+import type { CheckRequest } from "../../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
 import { rateLimitHeaders, secondsUntil } from "./headers.js";
 import type { OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
-import { noTelemetry, type Telemetry } from "./telemetry.js";
+import { noTelemetry, type Telemetry } from "../../domain/telemetry.js";
 
 export interface LimiterOptions {
   telemetry?: Telemetry;
