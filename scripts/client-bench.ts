@@ -18,9 +18,9 @@ import { Redis } from "ioredis";
 import { FloodgateClient, type CheckRequest } from "floodgate/client";
 import { startServer } from "./bench/processes.js";
 import { ATTACKER, ATTACK_TENANT, caller, TENANT } from "./bench/workload.js";
-import { deleteByPrefix } from "./support/delete-by-prefix.js";
-import { freePort } from "./support/free-port.js";
-import { numberOption } from "./support/number-option.js";
+import { deleteByPrefix } from "../test/harness/delete-by-prefix.js";
+import { freePort } from "../test/harness/free-port.js";
+import { numberOption } from "../test/harness/number-option.js";
 
 const SECONDS = numberOption("seconds", 5);
 const ROUNDS = numberOption("rounds", 3);

@@ -49,8 +49,9 @@ import {
   RuleHistoryDocument,
   UpdateRuleDocument,
 } from "../generated/graphql.js";
-import { realStorageAvailable } from "../api/api-support.js";
-import { startTestApp, type Storage, type TestApp } from "../support/app.js";
+import { realStorageAvailable } from "../support/api.js";
+import { startTestApp, type Storage } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
 import { fragmentFanOut } from "../support/hostile-documents.js";
 
 /** Every document the checks' fast path tries to compile, by its text. */

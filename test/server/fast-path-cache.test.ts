@@ -12,7 +12,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { CheckOperations } from "../../src/api/check-operations.js";
 import { CreateApiKeyDocument } from "../generated/graphql.js";
-import { startTestApp, type TestApp } from "../support/app.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
 
 const CACHE_BYTES = 1 << 20;
 
