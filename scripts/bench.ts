@@ -44,9 +44,9 @@ import {
   ruleSet,
   type Caller,
 } from "./bench/workload.js";
-import { deleteByPrefix } from "./support/delete-by-prefix.js";
-import { freePort } from "./support/free-port.js";
-import { createScratchDatabase } from "./support/scratch-database.js";
+import { deleteByPrefix } from "../test/harness/delete-by-prefix.js";
+import { freePort } from "../test/harness/free-port.js";
+import { createScratchDatabase } from "../test/harness/scratch-database.js";
 
 const smoke = process.argv.includes("--smoke");
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";

@@ -36,11 +36,11 @@ import { compileRule } from "../src/engine/decision/compiled-rule.js";
 import { RuleIndex } from "../src/engine/decision/rule-index.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
 import { readScript } from "../src/store/redis/scripts.js";
-import { startOwnRedis } from "../test/support/redis-server.js";
+import { startOwnRedis } from "../test/harness/redis-server.js";
 import { baselineCommands } from "./bench/baseline-commands.js";
 import { decideCommand, redisBenchmark } from "./bench/ceiling.js";
 import { caller, ruleSet, TENANT } from "./bench/workload.js";
-import { numberOption } from "./support/number-option.js";
+import { numberOption } from "../test/harness/number-option.js";
 
 const run = promisify(execFile);
 const OLD_REF = process.argv.includes("--old") ? process.argv[process.argv.indexOf("--old") + 1]! : "main";
