@@ -39,7 +39,8 @@ describe("shutdown on SIGTERM", () => {
     if (child && child.exitCode === null) child.kill("SIGKILL");
   });
 
-  it("finishes the request in flight, closes subscriptions with 1001, and exits 0", async () => {
+  // The start alone may take startService's 30 s on a loaded machine (tsx compiles the sources): room for it and the rest.
+  it("finishes the request in flight, closes subscriptions with 1001, and exits 0", { timeout: 60_000 }, async () => {
     const port = await freePort();
     child = await startService(port);
     const exited = new Promise<number | null>((resolve) => child!.once("exit", (code) => resolve(code)));
