@@ -30,6 +30,7 @@ import { describeProblem } from "./engine/rules/rule-import.js";
 import { RuleService } from "./engine/rules/rule-service.js";
 import { RuleSync } from "./engine/rules/rule-sync.js";
 import { noTelemetry, type Telemetry } from "./domain/telemetry.js";
+import { listenToEvents } from "./event-listeners.js";
 import { startHttpServer } from "./server/http-server.js";
 import { createLogger, type Logger } from "./server/logger.js";
 import { startMetricsListener } from "./server/metrics-endpoint.js";
@@ -96,16 +97,19 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     closers.add(() => knownKeys.close());
     await knownKeys.start();
 
+    const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
+    const keys = new ApiKeyService(keyRepository, {
+      adminToken: await resolveAdminToken(settings, announce),
+      clock: core.clock,
+      cacheMs: settings.apiKeyCacheMs,
+      events: core.events,
+      known: knownKeys,
+    });
+    listenToEvents(core.events, { overLimit, keys });
     const services = {
       rules: core.rules,
-      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit: core.overLimit }),
-      keys: new ApiKeyService(keyRepository, {
-        adminToken: await resolveAdminToken(settings, announce),
-        clock: core.clock,
-        cacheMs: settings.apiKeyCacheMs,
-        events: core.events,
-        known: knownKeys,
-      }),
+      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit }),
+      keys,
       mutations: new MutationLimiter(core.counters, core.clock, settings.adminMutationsPerMinute),
       events: core.events,
     };
@@ -204,9 +208,8 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   closers.add(() => events.close());
 
   const repository = new PrismaRuleRepository(database.prisma);
-  const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
-  const rules = new RuleService(repository, book, counters, events, clock, overLimit, settings.ruleLimits);
-  return { database, counters, resilient, events, repository, rules, overLimit, clock };
+  const rules = new RuleService(repository, book, counters, events, clock, settings.ruleLimits);
+  return { database, counters, resilient, events, repository, rules, clock };
 }
 
 async function migrate(database: Database, logger: Logger): Promise<void> {

@@ -76,7 +76,6 @@ export class ApiKeyService {
   ) {
     this.adminTokenHash = options.adminToken === null ? null : sha256(options.adminToken);
     this.database = new CircuitBreaker({ failureThreshold: 1, openMs: DATABASE_RETRY_MS, clock: options.clock });
-    options.events.onKeyRevocation(({ keyId, at }) => this.forget(keyId, at));
   }
 
   /**
@@ -117,10 +116,10 @@ export class ApiKeyService {
   async revoke(principal: Principal, id: string): Promise<boolean> {
     const key = await this.visible(principal, id);
     authorize(principal, "manageKeys", key.tenantId);
-    // Heard here at once (forget), and by every other instance through the bus.
+    // Heard here at once (the bus delivers to this instance's listeners first), and by every other instance through the bus.
     const at = new Date(this.options.clock.now());
     await this.repository.revoke(id, at);
-    await this.options.events.publishKeyRevocation({ keyId: id, at });
+    await this.options.events.publish("keyRevocation", { keyId: id, at });
     return true;
   }
 
@@ -174,8 +173,8 @@ export class ApiKeyService {
     return known;
   }
 
-  /** A revoked key, heard of here or from another instance: refused from now on. */
-  private forget(keyId: string, at: Date): void {
+  /** A revoked key, heard of on the event bus (see event-listeners.ts), revoked here or by another instance: refused from now on. */
+  forget(keyId: string, at: Date): void {
     this.options.known.revoke(keyId, at);
     this.recent.deleteWhere((_hash, lookup) => lookup.principal?.keyId === keyId);
   }

@@ -196,8 +196,8 @@ export class Limiter {
     if (this.events === null) return;
     const at = decision.decidedAt;
     for (const result of decision.results) {
-      if (!result.allowed) this.events.publishThrottle({ ...eventBase(request, result, at), retryAfter: result.retryAfter });
-      else if (decision.allowed && result.nearLimit) this.events.publishNearLimit({ ...eventBase(request, result, at), remaining: result.remaining });
+      if (!result.allowed) void this.events.publish("throttle", { ...eventBase(request, result, at), retryAfter: result.retryAfter });
+      else if (decision.allowed && result.nearLimit) void this.events.publish("nearLimit", { ...eventBase(request, result, at), remaining: result.remaining });
     }
   }
 }

@@ -25,7 +25,6 @@ import {
   type RuleInput,
   type RuleLimits,
 } from "../../domain/rule-validation.js";
-import type { OverLimitCache } from "../decision/over-limit-cache.js";
 import type { RuleBook } from "../decision/rule-book.js";
 import { planImport, type ImportProblem } from "./rule-import.js";
 import { writeRulesFile } from "./rules-file.js";
@@ -62,12 +61,8 @@ export class RuleService {
     private readonly store: CounterStore,
     private readonly events: EventBus,
     private readonly clock: Clock,
-    /** The limiter's: a bucket reset through any instance is no longer refused from it. */
-    overLimit?: OverLimitCache,
     private readonly limits: RuleLimits = DEFAULT_RULE_LIMITS,
-  ) {
-    if (overLimit) events.onBucketReset((reset) => overLimit.forget(reset.ruleId, reset.key));
-  }
+  ) {}
 
   get(principal: Principal, id: string): Rule | null {
     const rule = this.book.get(id);
@@ -183,7 +178,7 @@ export class RuleService {
     if (key.length === 0 || key.length > MAX_BUCKET_KEY) throw new ValidationError("key", `must be 1 to ${MAX_BUCKET_KEY} characters`);
     if (hasControlCharacters(key)) throw new ValidationError("key", "must not contain control characters");
     const forgotten = await this.store.reset(ruleId, key);
-    await this.events.publishBucketReset({ ruleId, tenantId: rule.tenantId, key });
+    await this.events.publish("bucketReset", { ruleId, tenantId: rule.tenantId, key });
     return forgotten;
   }
 
@@ -236,7 +231,7 @@ export class RuleService {
       rule: kind === "DELETED" ? null : rule,
       at: new Date(this.clock.now()),
     };
-    await this.events.publishRuleChange(change);
+    await this.events.publish("ruleChange", change);
   }
 }
 
