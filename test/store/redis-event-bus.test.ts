@@ -81,7 +81,7 @@ async function until(done: () => boolean, timeoutMs = 2000): Promise<void> {
 describe.runIf(await redisAvailable())("RedisEventBus", () => {
   const started: Instance[] = [];
 
-  async function instance(keyPrefix: string, publisher = new Redis(REDIS_URL), instanceId = randomUUID()): Promise<Instance> {
+  async function instance(keyPrefix: string, publisher = new Redis(REDIS_URL), instanceId: string = randomUUID()): Promise<Instance> {
     const found: Instance = { bus: undefined!, changes: [], resets: [], revocations: [], throttles: [], nearLimits: [], errors: [] };
     found.bus = new RedisEventBus(publisher, new Redis(REDIS_URL), {
       prefix: keyPrefix,
