@@ -186,8 +186,9 @@ interface CoreOptions {
   telemetry: Telemetry;
 }
 
-/** Storage, counters, the event bus and the rule service: what serving and administration share. */
+/** Storage, counters, the event bus and the rule service: what serving and administration share (and the settings' warnings, logged first). */
 async function openCore(settings: Settings, { logger, clock, closers, book, telemetry }: CoreOptions) {
+  for (const warning of settings.deprecations) logger.warn(warning);
   if (settings.dataDir !== null) openPrivateDataDir(settings.dataDir);
   const database = await openDatabase(
     settings.databaseUrl
