@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { MAX_BATCH } from "./api/operation-checks.js";
 import { buildApiSchema } from "./api/schema.js";
 import { resolveAdminToken } from "./config/admin-token.js";
 import { openPrivateDataDir, removeForeignAccess } from "./config/data-dir.js";
@@ -18,6 +17,7 @@ import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
 import { ConflictError, ValidationError } from "./domain/errors.js";
 import { systemClock, type Clock, type CounterStore, type EventBus } from "./domain/ports.js";
+import { MAX_BATCH } from "./domain/service-limits.js";
 import { ApiKeyService, BOOTSTRAP } from "./engine/access/api-key-service.js";
 import { CoalescingEventBus } from "./store/coalescing-event-bus.js";
 import { KnownApiKeys } from "./engine/access/known-api-keys.js";

@@ -45,9 +45,10 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
 import type { Logger } from "pino";
 import { holds } from "../domain/access.js";
 import { LruCache } from "../domain/lru-cache.js";
+import { MAX_BATCH } from "../domain/service-limits.js";
 import type { ApiContext } from "./context.js";
 import { formatExecutionErrors, type ErrorFormatter, type HttpPart } from "./errors.js";
-import { MAX_BATCH, operationChecks } from "./operation-checks.js";
+import { operationChecks } from "./operation-checks.js";
 import { QueryMeasure } from "./query-limits.js";
 import { logUnexpectedErrors } from "./request-logging.js";
 

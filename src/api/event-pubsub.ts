@@ -9,6 +9,7 @@
 import type { PubSub } from "type-graphql";
 import type { EventMap, EventTopic, Invalidation } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
+import { SUBSCRIBER_BUFFER } from "../domain/service-limits.js";
 import type { Telemetry } from "../domain/telemetry.js";
 import { subscriberTooSlow } from "./errors.js";
 import { eventStream } from "./event-stream.js";
@@ -31,9 +32,6 @@ export interface EventFilter extends EventArgs {
   /** Asked again for every event, before it is queued: whether the subscriber may still receive its tenant's events (false once its key is revoked). */
   mayReceive: (tenantId: string) => boolean;
 }
-
-/** Events a slow subscriber may fall behind by before its subscription ends with SUBSCRIBER_TOO_SLOW. */
-export const SUBSCRIBER_BUFFER = 1000;
 
 /** The event bus topic behind each subscription topic but INVALIDATIONS, which listens to two (see invalidations.ts). */
 const BUS_TOPICS = {

@@ -5,7 +5,7 @@
 
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { DEFAULT_RULE_LIMITS, type RuleLimits } from "../domain/rule-validation.js";
+import { DEFAULT_RULE_LIMITS, type RuleLimits } from "../domain/service-limits.js";
 
 export interface Settings {
   port: number;

@@ -2,7 +2,8 @@
 
 import { GraphQLError } from "graphql";
 import { describe, expect, it } from "vitest";
-import { eventBusPubSub, SUBSCRIBER_BUFFER, Topic } from "../../src/api/event-pubsub.js";
+import { eventBusPubSub, Topic } from "../../src/api/event-pubsub.js";
+import { SUBSCRIBER_BUFFER } from "../../src/domain/service-limits.js";
 import { eventStream } from "../../src/api/event-stream.js";
 import type { ThrottleEvent } from "../../src/domain/events.js";
 import type { Unsubscribe } from "../../src/domain/ports.js";

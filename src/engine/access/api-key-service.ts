@@ -23,8 +23,8 @@ import { authorize, ROLES, scopeTenant, type Principal, type Role } from "../../
 import { NotFoundError, UnauthenticatedError, UnavailableError, ValidationError } from "../../domain/errors.js";
 import { LruCache } from "../../domain/lru-cache.js";
 import type { ApiKey, ApiKeyRepository, Clock, EventBus } from "../../domain/ports.js";
-import { LIMITS } from "../../domain/request.js";
 import { ALL_TENANTS } from "../../domain/rule.js";
+import { LENGTHS } from "../../domain/service-limits.js";
 import { oneOf, text } from "../../domain/validation.js";
 import { CircuitBreaker } from "../../domain/circuit-breaker.js";
 import type { KnownApiKeys } from "./known-api-keys.js";
@@ -181,8 +181,8 @@ export class ApiKeyService {
 }
 
 function validate(input: ApiKeyInput): ApiKeyInput {
-  const tenantId = text(input.tenantId, "input.tenantId", LIMITS.tenantId);
-  const name = text(input.name, "input.name", 200);
+  const tenantId = text(input.tenantId, "input.tenantId", LENGTHS.tenantId);
+  const name = text(input.name, "input.name", LENGTHS.apiKeyName);
   const role = oneOf(input.role, ROLES, "input.role");
   if (role === "ADMIN" && tenantId !== ALL_TENANTS) throw new ValidationError("input.tenantId", 'must be "*" for an ADMIN key: ADMIN acts on every tenant');
   if (role !== "ADMIN" && tenantId === ALL_TENANTS) throw new ValidationError("input.tenantId", `cannot be "*" for a ${role} key: only ADMIN keys span tenants`);
