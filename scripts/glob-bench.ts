@@ -14,7 +14,7 @@
  */
 
 import { compileGlob } from "../src/domain/glob.js";
-import { LIMITS } from "../src/domain/request.js";
+import { LENGTHS } from "../src/domain/service-limits.js";
 import { COSTLIEST_GLOBS, costlyPaths } from "../test/harness/hostile-input.js";
 import { numberOption } from "../test/harness/number-option.js";
 import { importOldVersion, oldRef } from "../test/harness/old-version.js";
@@ -34,14 +34,14 @@ interface Workload {
   paths: string[];
 }
 
-const [longPath] = costlyPaths(LIMITS.resource) as [string];
+const [longPath] = costlyPaths(LENGTHS.resource) as [string];
 
 const WORKLOADS: Workload[] = [
   { name: 'the attack: 200 x "/*" + 508 a + "b", 2,048-char path', globs: Array(200).fill("/*" + "a".repeat(508) + "b"), paths: [longPath] },
   {
     name: "a tenant at the rule quota: 1,000 of the costliest globs validation accepts, longest paths",
     globs: Array.from({ length: 1000 }, (_, i) => COSTLIEST_GLOBS[i % COSTLIEST_GLOBS.length]!),
-    paths: costlyPaths(LIMITS.resource),
+    paths: costlyPaths(LENGTHS.resource),
   },
   {
     name: "ordinary globs and paths",

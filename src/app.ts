@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { MAX_BATCH } from "./api/operation-checks.js";
 import { buildApiSchema } from "./api/schema.js";
 import { resolveAdminToken } from "./config/admin-token.js";
 import { openPrivateDataDir, removeForeignAccess } from "./config/data-dir.js";
@@ -18,6 +17,7 @@ import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
 import { ConflictError, ValidationError } from "./domain/errors.js";
 import { systemClock, type Clock, type CounterStore, type EventBus } from "./domain/ports.js";
+import { MAX_BATCH } from "./domain/service-limits.js";
 import { ApiKeyService, BOOTSTRAP } from "./engine/access/api-key-service.js";
 import { CoalescingEventBus } from "./store/coalescing-event-bus.js";
 import { KnownApiKeys } from "./engine/access/known-api-keys.js";
@@ -30,6 +30,7 @@ import { describeProblem } from "./engine/rules/rule-import.js";
 import { RuleService } from "./engine/rules/rule-service.js";
 import { RuleSync } from "./engine/rules/rule-sync.js";
 import { noTelemetry, type Telemetry } from "./domain/telemetry.js";
+import { listenToEvents } from "./event-listeners.js";
 import { startHttpServer } from "./server/http-server.js";
 import { createLogger, type Logger } from "./server/logger.js";
 import { startMetricsListener } from "./server/metrics-endpoint.js";
@@ -96,16 +97,19 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     closers.add(() => knownKeys.close());
     await knownKeys.start();
 
+    const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
+    const keys = new ApiKeyService(keyRepository, {
+      adminToken: await resolveAdminToken(settings, announce),
+      clock: core.clock,
+      cacheMs: settings.apiKeyCacheMs,
+      events: core.events,
+      known: knownKeys,
+    });
+    listenToEvents(core.events, { overLimit, keys });
     const services = {
       rules: core.rules,
-      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit: core.overLimit }),
-      keys: new ApiKeyService(keyRepository, {
-        adminToken: await resolveAdminToken(settings, announce),
-        clock: core.clock,
-        cacheMs: settings.apiKeyCacheMs,
-        events: core.events,
-        known: knownKeys,
-      }),
+      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit }),
+      keys,
       mutations: new MutationLimiter(core.counters, core.clock, settings.adminMutationsPerMinute),
       events: core.events,
     };
@@ -182,8 +186,9 @@ interface CoreOptions {
   telemetry: Telemetry;
 }
 
-/** Storage, counters, the event bus and the rule service: what serving and administration share. */
+/** Storage, counters, the event bus and the rule service: what serving and administration share (and the settings' warnings, logged first). */
 async function openCore(settings: Settings, { logger, clock, closers, book, telemetry }: CoreOptions) {
+  for (const warning of settings.deprecations) logger.warn(warning);
   if (settings.dataDir !== null) openPrivateDataDir(settings.dataDir);
   const database = await openDatabase(
     settings.databaseUrl
@@ -204,9 +209,8 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   closers.add(() => events.close());
 
   const repository = new PrismaRuleRepository(database.prisma);
-  const overLimit = settings.overLimitCacheSize > 0 ? new OverLimitCache(settings.overLimitCacheSize) : undefined;
-  const rules = new RuleService(repository, book, counters, events, clock, overLimit, settings.ruleLimits);
-  return { database, counters, resilient, events, repository, rules, overLimit, clock };
+  const rules = new RuleService(repository, book, counters, events, clock, settings.ruleLimits);
+  return { database, counters, resilient, events, repository, rules, clock };
 }
 
 async function migrate(database: Database, logger: Logger): Promise<void> {

@@ -10,28 +10,26 @@
  */
 
 import { createParameterDecorator, ID } from "type-graphql";
-import { LIMITS } from "../domain/request.js";
+import { LENGTHS } from "../domain/service-limits.js";
 import { reference } from "../domain/validation.js";
 
-/** The longest value each kind of reference may have. */
-const MAX_LENGTH = { id: LIMITS.id, tenantId: LIMITS.tenantId } as const;
 
 /** `name: ID!`, checked. */
 export function IdArg(name: string) {
-  return createParameterDecorator(({ args }) => checked(args[name], name, MAX_LENGTH.id), { arg: { name, typeFunc: () => ID } });
+  return createParameterDecorator(({ args }) => checked(args[name], name, LENGTHS.id), { arg: { name, typeFunc: () => ID } });
 }
 
 /** `tenantId: String` (optional: none means the caller's own tenant, or every tenant for an ADMIN), checked. */
 export function TenantIdArg() {
-  return createParameterDecorator(({ args }) => checked(args.tenantId, "tenantId", MAX_LENGTH.tenantId), {
+  return createParameterDecorator(({ args }) => checked(args.tenantId, "tenantId", LENGTHS.tenantId), {
     arg: { name: "tenantId", typeFunc: () => String, options: { nullable: true } },
   });
 }
 
 /** A subscription's `tenantId` and `ruleId` filters, checked like the decorated arguments. */
 export function referenceArgs<T extends { tenantId?: string | null; ruleId?: string | null }>(args: T): T {
-  checked(args.tenantId, "tenantId", MAX_LENGTH.tenantId);
-  checked(args.ruleId, "ruleId", MAX_LENGTH.id);
+  checked(args.tenantId, "tenantId", LENGTHS.tenantId);
+  checked(args.ruleId, "ruleId", LENGTHS.id);
   return args;
 }
 

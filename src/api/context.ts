@@ -5,11 +5,11 @@ import type { Principal } from "../domain/access.js";
 import type { Decision } from "../domain/decision.js";
 import type { EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
+import { MAX_BATCH } from "../domain/service-limits.js";
 import type { ApiKeyService } from "../engine/access/api-key-service.js";
 import type { Limiter } from "../engine/decision/limiter.js";
 import type { MutationLimiter } from "../engine/access/mutation-limiter.js";
 import type { RuleService } from "../engine/rules/rule-service.js";
-import { MAX_BATCH } from "./operation-checks.js";
 
 export interface Services {
   rules: RuleService;

@@ -7,8 +7,9 @@
  */
 
 import type { PubSub } from "type-graphql";
-import type { Invalidation, NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
+import type { EventMap, EventTopic, Invalidation } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
+import { SUBSCRIBER_BUFFER } from "../domain/service-limits.js";
 import type { Telemetry } from "../domain/telemetry.js";
 import { subscriberTooSlow } from "./errors.js";
 import { eventStream } from "./event-stream.js";
@@ -32,10 +33,19 @@ export interface EventFilter extends EventArgs {
   mayReceive: (tenantId: string) => boolean;
 }
 
-/** Events a slow subscriber may fall behind by before its subscription ends with SUBSCRIBER_TOO_SLOW. */
-export const SUBSCRIBER_BUFFER = 1000;
+/** The event bus topic behind each subscription topic but INVALIDATIONS, which listens to two (see invalidations.ts). */
+const BUS_TOPICS = {
+  [Topic.THROTTLE_EVENTS]: "throttle",
+  [Topic.NEAR_LIMIT_EVENTS]: "nearLimit",
+  [Topic.RULE_CHANGES]: "ruleChange",
+} as const satisfies Record<string, EventTopic>;
 
-type Listen<T> = (listener: (event: T) => void) => Unsubscribe;
+type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS];
+
+function busTopicOf(routingKey: string): BusTopic {
+  if (!Object.hasOwn(BUS_TOPICS, routingKey)) throw new Error(`unknown topic ${routingKey}`);
+  return BUS_TOPICS[routingKey as keyof typeof BUS_TOPICS];
+}
 
 export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
   const stream = <T>(subscribe: (push: (event: T) => void) => Unsubscribe) => {
@@ -49,25 +59,19 @@ export function eventBusPubSub(events: EventBus, telemetry: Telemetry): PubSub {
       onClose: () => telemetry.subscriptionClosed(),
     });
   };
-  const filtered = <T extends { tenantId: string; ruleId: string }>(listen: Listen<T>, { tenantId, ruleId, mayReceive }: EventFilter) => {
-    const wanted = (event: T) =>
+  const filtered = (topic: BusTopic, { tenantId, ruleId, mayReceive }: EventFilter) => {
+    const wanted = (event: EventMap[BusTopic]) =>
       (tenantId == null || event.tenantId === tenantId) && (ruleId == null || event.ruleId === ruleId) && mayReceive(event.tenantId);
-    return stream<T>((push) => listen((event) => wanted(event) && push(event)));
+    return stream<EventMap[BusTopic]>((push) => events.subscribe(topic, (event) => wanted(event) && push(event)));
   };
   return {
     publish(routingKey, payload) {
-      if (routingKey === Topic.THROTTLE_EVENTS) events.publishThrottle(payload as ThrottleEvent);
-      else if (routingKey === Topic.NEAR_LIMIT_EVENTS) events.publishNearLimit(payload as NearLimitEvent);
-      else if (routingKey === Topic.RULE_CHANGES) void events.publishRuleChange(payload as RuleChange);
-      else throw new Error(`unknown topic ${routingKey}`);
+      void events.publish(busTopicOf(routingKey), payload as EventMap[BusTopic]);
     },
     subscribe(routingKey, filter) {
       const wanted = filter as EventFilter;
-      if (routingKey === Topic.THROTTLE_EVENTS) return filtered<ThrottleEvent>((l) => events.onThrottle(l), wanted);
-      if (routingKey === Topic.NEAR_LIMIT_EVENTS) return filtered<NearLimitEvent>((l) => events.onNearLimit(l), wanted);
-      if (routingKey === Topic.RULE_CHANGES) return filtered<RuleChange>((l) => events.onRuleChange(l), wanted);
       if (routingKey === Topic.INVALIDATIONS) return stream<Invalidation>((push) => listenForInvalidations(events, wanted, push));
-      throw new Error(`unknown topic ${routingKey}`);
+      return filtered(busTopicOf(routingKey), wanted);
     },
   };
 }

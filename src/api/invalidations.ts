@@ -30,10 +30,10 @@ const tenantPrefixOf = compileBucketKey({ tenantId: ALL_TENANTS, scope: ["TENANT
 export function listenForInvalidations(events: EventBus, { tenantId, mayReceive }: EventFilter, push: (invalidation: Invalidation) => void): Unsubscribe {
   const visibleToTenant = tenantId == null ? () => true : visibleTo(tenantId);
   const visible = (ruleTenant: string, key: string | null) => visibleToTenant(ruleTenant, key) && mayReceive(ruleTenant);
-  const stopChanges = events.onRuleChange((change) => {
+  const stopChanges = events.subscribe("ruleChange", (change) => {
     if (visible(change.tenantId, null)) push(ruleChanged(change));
   });
-  const stopResets = events.onBucketReset((reset) => {
+  const stopResets = events.subscribe("bucketReset", (reset) => {
     if (visible(reset.tenantId, reset.key)) push(bucketReset(reset));
   });
   push({ kind: "LISTENING", tenantId: null, ruleId: null, key: null, at: new Date() });

@@ -12,10 +12,8 @@
 import { Kind, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode, type ValueNode } from "graphql";
 import type { MiddlewareFn } from "type-graphql";
 import { ValidationError } from "../domain/errors.js";
+import { MAX_BATCH } from "../domain/service-limits.js";
 import type { ApiContext } from "./context.js";
-
-/** Most checks one operation may make, in one checkLimitsBatch or in all its fields together. */
-export const MAX_BATCH = 1000;
 
 /**
  * The checks the operation makes with these variables (as sent, or as

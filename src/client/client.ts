@@ -30,6 +30,7 @@
  */
 
 import { ValidationError } from "../domain/errors.js";
+import { MAX_BATCH } from "../domain/service-limits.js";
 import { platform } from "#floodgate-platform";
 import { ruleLessDecision, type FloodgateDecision } from "./decision.js";
 import {
@@ -125,7 +126,6 @@ interface GraphQLBody<T> {
 
 /** Floodgate's own faults, answered like a 5xx. */
 const OUTAGE_CODES = new Set(["INTERNAL_SERVER_ERROR", "SERVICE_UNAVAILABLE"]);
-const MAX_BATCH = 1000;
 const BATCH_FIELD = /^requests\[(\d+)\]\.?(.*)$/;
 
 /** Runs `task` once the event loop has turned (setImmediate where the runtime has it: after the I/O of this turn). */

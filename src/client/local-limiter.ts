@@ -23,6 +23,7 @@ import { combine, evaluate, limitParamsOf, stateExpiresAt, type BucketOutcome, t
 import { bucketId, compileBucketKey, type BucketKeyOf } from "../domain/bucket-key.js";
 import { isNearLimit } from "../domain/decision.js";
 import { compileGlob, type CompiledGlob } from "../domain/glob.js";
+import { rank, type Rankable, type Ranking } from "../domain/most-restrictive.js";
 import { LruCache } from "../domain/lru-cache.js";
 import { parseCheckRequest, type CheckRequest } from "../domain/request.js";
 import { ALL_TENANTS } from "../domain/rule.js";
@@ -44,9 +45,8 @@ interface Counter {
   expiresAt: number;
 }
 
-interface Ranked {
+interface Ranked extends Rankable {
   result: Result;
-  retryAfterMs: number | null;
 }
 
 export interface LocalLimiterOptions {
@@ -94,17 +94,15 @@ export class LocalLimiter {
       const state = evaluations[i]!.next;
       this.counters.set(ids[i]!, { state, expiresAt: stateExpiresAt(state, nowMs, applying[i]!.known.params) });
     });
-    const ranked = applying.map(({ known, key }, i) => ranking(known, key, decided.outcomes[i]!));
-    return this.decision(ranked.sort(mostRestrictiveFirst), decided.allowed, nowMs);
+    const results = applying.map(({ known, key }, i) => ranking(known, key, decided.outcomes[i]!));
+    return this.decision(rank(results), decided.allowed, nowMs);
   }
 
-  private decision(ranked: Ranked[], allowed: boolean, nowMs: number): FloodgateDecision {
+  private decision({ ranked, enforcing, deciding }: Ranking<Ranked>, allowed: boolean, nowMs: number): FloodgateDecision {
     const results = ranked.map(({ result }) => result);
-    const enforcing = results.filter((r) => r.rule.action !== "LOG_ONLY");
-    const deciding = (enforcing[0] ?? results[0])!;
     const throttled = results.filter((r) => r.rule.action === "THROTTLE");
-    const retryAfter = allowed ? null : deciding.retryAfter;
-    const { rule, limit, remaining, resetAt } = deciding;
+    const retryAfter = allowed ? null : deciding.result.retryAfter;
+    const { rule, limit, remaining, resetAt } = deciding.result;
     return {
       allowed,
       degraded: true,
@@ -113,7 +111,7 @@ export class LocalLimiter {
       // The deciding rule's:
       rule, action: rule.action, limit, remaining, resetAt, retryAfter,
       delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.delayMs)) : null,
-      nearLimit: allowed && enforcing.some((r) => r.nearLimit),
+      nearLimit: allowed && enforcing.some(({ result }) => result.nearLimit),
       results,
       headers: retryAfterHeaders(retryAfter),
     };
@@ -166,17 +164,4 @@ function ranking({ rule, params }: KnownRule, key: string, outcome: BucketOutcom
       nearLimit: isNearLimit(outcome.conforming, outcome.remaining, params.capacity),
     },
   };
-}
-
-/** The server's order of results (src/engine/decision/limiter.ts): refusals first, enforcing before shadow, then the longest wait, the fewest remaining, the higher priority, the rule id. */
-function mostRestrictiveFirst(a: Ranked, b: Ranked): number {
-  const standing = ({ result }: Ranked) => (result.allowed ? 2 : result.rule.action === "LOG_ONLY" ? 1 : 0);
-  const byId = a.result.rule.id < b.result.rule.id ? -1 : a.result.rule.id > b.result.rule.id ? 1 : 0;
-  return (
-    standing(a) - standing(b) ||
-    (b.retryAfterMs ?? 0) - (a.retryAfterMs ?? 0) ||
-    a.result.remaining - b.result.remaining ||
-    b.result.rule.priority - a.result.rule.priority ||
-    byId
-  );
 }

@@ -5,7 +5,7 @@
 
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { DEFAULT_RULE_LIMITS, type RuleLimits } from "../domain/rule-validation.js";
+import { DEFAULT_RULE_LIMITS, type RuleLimits } from "../domain/service-limits.js";
 
 export interface Settings {
   port: number;
@@ -33,7 +33,7 @@ export interface Settings {
   breakerOpenMs: number;
   /** Instances sharing each LOCAL rule's limit while Redis is unreachable. */
   instances: number;
-  /** How often to try the rule database again after starting from the snapshot. */
+  /** How often to try the rule database again after starting from the snapshot (RULE_RETRY_MS). */
   ruleRetryMs: number;
   /** A bootstrap token with every right; null: none (embedded mode generates one, see admin-token.ts). */
   adminToken: string | null;
@@ -41,7 +41,7 @@ export interface Settings {
   apiKeyCacheMs: number;
   /** Rule and key changes one API key may make per minute (Floodgate limits its own admin API). */
   adminMutationsPerMinute: number;
-  /** How often every rule is reloaded from the database, the safety net under pushed rule changes. */
+  /** How often every rule is reloaded from the database, the safety net under pushed rule changes (RULE_RELOAD_MS). */
   ruleReloadIntervalMs: number;
   /** A rules file (YAML) imported on start; null: none. */
   rulesFile: string | null;
@@ -71,6 +71,8 @@ export interface Settings {
   maxSocketsPerKey: number;
   /** Rules per tenant (MAX_RULES_PER_TENANT), and the largest import in rules (MAX_IMPORT_RULES) and bytes (MAX_IMPORT_BYTES). */
   ruleLimits: RuleLimits;
+  /** A warning for each setting given under its former name, naming the new one: logged at start. */
+  deprecations: string[];
 }
 
 export interface HostPort {
@@ -120,6 +122,7 @@ export class SettingsError extends Error {}
 const IN_MEMORY = "memory://";
 
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const deprecations: string[] = [];
   const production = env.NODE_ENV === "production";
   const port = integer(env, "PORT", 4000, 0, 65535);
   return {
@@ -137,11 +140,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     breakerFailures: integer(env, "REDIS_BREAKER_FAILURES", 3, 1, 1000),
     breakerOpenMs: integer(env, "REDIS_BREAKER_OPEN_MS", 1000, 10, 600_000),
     instances: integer(env, "INSTANCE_COUNT", 1, 1, 100_000),
-    ruleRetryMs: integer(env, "RULES_RETRY_MS", 2000, 10, 600_000),
+    ruleRetryMs: renamedInteger(env, "RULE_RETRY_MS", 2000, 10, 600_000, { name: "RULES_RETRY_MS", unit: 1 }, deprecations),
     adminToken: secret(env, "ADMIN_TOKEN"),
     apiKeyCacheMs: integer(env, "API_KEY_CACHE_MS", 5000, 0, 600_000),
     adminMutationsPerMinute: integer(env, "ADMIN_MUTATIONS_PER_MINUTE", 300, 1, 1_000_000),
-    ruleReloadIntervalMs: integer(env, "RULE_RELOAD_SECONDS", 30, 1, 86400) * 1000,
+    ruleReloadIntervalMs: renamedInteger(env, "RULE_RELOAD_MS", 30_000, 1000, 86_400_000, { name: "RULE_RELOAD_SECONDS", unit: 1000 }, deprecations),
     rulesFile: env.RULES_FILE ? resolve(env.RULES_FILE) : null,
     eventIntervalMs: integer(env, "EVENT_INTERVAL_MS", 1000, 10, 60_000),
     eventMaxKeys: integer(env, "EVENT_MAX_KEYS", 10_000, 1, 1_000_000),
@@ -162,6 +165,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       maxImportRules: integer(env, "MAX_IMPORT_RULES", DEFAULT_RULE_LIMITS.maxImportRules, 1, 1_000_000),
       maxImportBytes: integer(env, "MAX_IMPORT_BYTES", DEFAULT_RULE_LIMITS.maxImportBytes, 1024, 64 << 20),
     },
+    deprecations,
   };
 }
 
@@ -297,6 +301,26 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new SettingsError(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(raw)})`);
   }
+  return value;
+}
+
+/** A setting's name before it was renamed so that the names agree (RULE_ for the rules' settings, _MS for durations), and how many of the new unit its unit is. */
+interface FormerName {
+  name: string;
+  unit: number;
+}
+
+/**
+ * An integer setting that had another name before. The former name still
+ * works, in its own unit and bounds (and its errors name it), and adds a
+ * warning that says what to set instead; both names at once is an error.
+ */
+function renamedInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number, formerly: FormerName, deprecations: string[]): number {
+  const old = env[formerly.name];
+  if (old === undefined || old === "") return integer(env, name, fallback, min, max);
+  if (env[name]) throw new SettingsError(`${formerly.name} is the former name of ${name}: set ${name} alone`);
+  const value = integer(env, formerly.name, fallback / formerly.unit, Math.ceil(min / formerly.unit), Math.floor(max / formerly.unit)) * formerly.unit;
+  deprecations.push(`${formerly.name} is deprecated: set ${name}=${value} instead`);
   return value;
 }
 

@@ -74,3 +74,22 @@ export interface RuleChange {
   rule: Rule | null;
   at: Date;
 }
+
+/**
+ * Every event the bus carries, by topic: rule changes (to keep every
+ * instance's rule book current), bucket resets (so that no instance keeps
+ * refusing a bucket from memory once it is reset), key revocations (so that
+ * no instance keeps accepting a revoked key from memory, or keeps its sockets
+ * open), throttle and near-limit events (for dashboards).
+ */
+export interface EventMap {
+  ruleChange: RuleChange;
+  bucketReset: BucketReset;
+  keyRevocation: KeyRevocation;
+  throttle: ThrottleEvent;
+  nearLimit: NearLimitEvent;
+}
+
+export type EventTopic = keyof EventMap;
+
+export type EventListener<K extends EventTopic> = (event: EventMap[K]) => void;

@@ -33,8 +33,9 @@
  * validateGlob bounds F and the infixes (longer ones, which only globs stored
  * before it can have, are searched for by their first 32 characters and
  * checked at each place found), and a request's path is bounded
- * (LIMITS.resource), so one rule costs a check at most a constant, and one
- * check's rules cost at most that times their number (see the rule quota).
+ * (LENGTHS.resource in service-limits.ts), so one rule costs a check at
+ * most a constant, and one check's rules cost at most that times their
+ * number (see the rule quota).
  * The pattern "/*" + 508 × "a" + "b", 200 of which held a check on a
  * 2,000-character path for 0.9 s when every position was tried, now compares
  * its tail once: 511 steps.

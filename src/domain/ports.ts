@@ -5,7 +5,7 @@
 
 import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
 import type { Principal, Role } from "./access.js";
-import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "./events.js";
+import type { EventListener, EventMap, EventTopic } from "./events.js";
 import type { ChangeOrigin, RuleRevision } from "./revision.js";
 import type { FailureMode, Rule, RuleSpec } from "./rule.js";
 
@@ -182,24 +182,20 @@ export type ApiKeySnapshot = Snapshot<ApiKeyCredential>;
 export type Unsubscribe = () => void;
 
 /**
- * Live events: rule changes (to keep every instance's rule book current),
- * bucket resets (so that no instance keeps refusing a bucket from memory once
- * it is reset), key revocations (so that no instance keeps accepting a revoked
- * key from memory, or keeps its sockets open), throttle and near-limit events
- * (for dashboards). Every
- * instance's listeners hear what any instance publishes, its own events
- * included.
+ * Live events (see EventMap). Every instance's listeners hear what any
+ * instance publishes, its own events included.
  */
 export interface EventBus {
-  publishRuleChange(change: RuleChange): Promise<void>;
-  publishBucketReset(reset: BucketReset): Promise<void>;
-  publishKeyRevocation(revocation: KeyRevocation): Promise<void>;
-  publishThrottle(event: ThrottleEvent): void;
-  publishNearLimit(event: NearLimitEvent): void;
-  onRuleChange(listener: (change: RuleChange) => void): Unsubscribe;
-  onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe;
-  onKeyRevocation(listener: (revocation: KeyRevocation) => void): Unsubscribe;
-  onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe;
-  onNearLimit(listener: (event: NearLimitEvent) => void): Unsubscribe;
+  /**
+   * Delivers the event to this instance's listeners before it returns
+   * (unless the bus coalesces it: see CoalescingEventBus), and resolves once
+   * it is handed to the other instances. It never rejects: a
+   * hand-over that failed is the bus's to report, since what the event tells
+   * is already done (stored, revoked, reset) and the other instances make up
+   * for a lost event (see RedisEventBus). Throttle and near-limit events are
+   * published without waiting (`void`): a check never waits for a dashboard.
+   */
+  publish<K extends EventTopic>(topic: K, event: EventMap[K]): Promise<void>;
+  subscribe<K extends EventTopic>(topic: K, listener: EventListener<K>): Unsubscribe;
   close(): Promise<void>;
 }

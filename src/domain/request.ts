@@ -8,6 +8,7 @@
 import { isIP } from "node:net";
 import { ValidationError } from "./errors.js";
 import { ALL_TENANTS, HTTP_METHODS, type HttpMethod } from "./rule.js";
+import { LENGTHS, MAX_COST } from "./service-limits.js";
 
 export interface CheckRequestInput {
   tenantId: string;
@@ -37,28 +38,17 @@ export interface CheckRequest {
   dryRun: boolean;
 }
 
-export const LIMITS = {
-  tenantId: 128,
-  /** A rule's or an API key's id (UUIDs, 36 characters): nothing longer can exist. */
-  id: 128,
-  identifier: 256,
-  userAgent: 1024,
-  cookie: 4096,
-  resource: 2048,
-  maxCost: 1_000_000,
-} as const;
-
 export function parseCheckRequest(input: CheckRequestInput, field = "request"): CheckRequest {
-  const tenantId = identifier(input.tenantId, `${field}.tenantId`, LIMITS.tenantId);
+  const tenantId = identifier(input.tenantId, `${field}.tenantId`, LENGTHS.tenantId);
   if (tenantId === null) throw new ValidationError(`${field}.tenantId`, "must not be empty");
   if (tenantId === ALL_TENANTS) throw new ValidationError(`${field}.tenantId`, `cannot be "${ALL_TENANTS}": a request comes from one tenant`);
   return {
     tenantId,
-    userId: identifier(input.userId, `${field}.userId`, LIMITS.identifier),
+    userId: identifier(input.userId, `${field}.userId`, LENGTHS.identifier),
     ip: ipAddress(input.ip, `${field}.ip`),
-    apiKey: identifier(input.apiKey, `${field}.apiKey`, LIMITS.identifier),
-    userAgent: identifier(input.userAgent, `${field}.userAgent`, LIMITS.userAgent),
-    cookie: identifier(input.cookie, `${field}.cookie`, LIMITS.cookie),
+    apiKey: identifier(input.apiKey, `${field}.apiKey`, LENGTHS.identifier),
+    userAgent: identifier(input.userAgent, `${field}.userAgent`, LENGTHS.userAgent),
+    cookie: identifier(input.cookie, `${field}.cookie`, LENGTHS.cookie),
     resource: resourcePath(input.resource, `${field}.resource`),
     method: httpMethod(input.method, `${field}.method`),
     cost: cost(input.cost, `${field}.cost`),
@@ -75,7 +65,7 @@ function identifier(value: string | null | undefined, field: string, max: number
 }
 
 function ipAddress(value: string | null | undefined, field: string): string | null {
-  const raw = identifier(value, field, 64);
+  const raw = identifier(value, field, LENGTHS.ip);
   if (raw === null) return null;
   const version = isIP(raw);
   if (version === 0) throw new ValidationError(field, `must be an IPv4 or IPv6 address (got ${JSON.stringify(raw.slice(0, 64))})`);
@@ -96,7 +86,7 @@ function canonicalIPv6(address: string): string {
 }
 
 function resourcePath(value: string | null | undefined, field: string): string | null {
-  const raw = identifier(value, field, LIMITS.resource);
+  const raw = identifier(value, field, LENGTHS.resource);
   if (raw === null) return null;
   if (!raw.startsWith("/")) throw new ValidationError(field, `must be a path starting with "/" (got ${JSON.stringify(raw.slice(0, 40))})`);
   const end = raw.search(/[?#]/);
@@ -130,8 +120,8 @@ export function httpMethod(value: string | null | undefined, field: string): Htt
 
 function cost(value: number | null | undefined, field: string): number {
   if (value === null || value === undefined) return 1;
-  if (!Number.isInteger(value) || value < 1 || value > LIMITS.maxCost) {
-    throw new ValidationError(field, `must be an integer from 1 to ${LIMITS.maxCost} (got ${value})`);
+  if (!Number.isInteger(value) || value < 1 || value > MAX_COST) {
+    throw new ValidationError(field, `must be an integer from 1 to ${MAX_COST} (got ${value})`);
   }
   return value;
 }

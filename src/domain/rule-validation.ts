@@ -8,7 +8,8 @@ import { MAX_EXACT } from "./algorithms/index.js";
 import { ValidationError } from "./errors.js";
 import { bool, integer, oneOf, text } from "./validation.js";
 import { validateGlob } from "./glob.js";
-import { httpMethod, LIMITS } from "./request.js";
+import { httpMethod } from "./request.js";
+import { LENGTHS, RULE_BOUNDS } from "./service-limits.js";
 import {
   ACTIONS,
   ALGORITHMS,
@@ -21,29 +22,6 @@ import {
   type Rule,
   type RuleSpec,
 } from "./rule.js";
-
-export const RULE_BOUNDS = {
-  name: 200,
-  maxLimit: 1_000_000_000,
-  maxWindowSeconds: 366 * 86400,
-  /** One stored entry per admitted unit: beyond this, SLIDING_WINDOW_COUNTER is the right tool. */
-  maxLogLimit: 100_000,
-} as const;
-
-/**
- * How many rules a tenant may have (tenant "*" too, whose rules every check
- * meets), and how large one import may be: each rule costs every check of its
- * tenant a bounded match (see glob.ts), and an import is written in one
- * transaction. Settings choose them (MAX_RULES_PER_TENANT, MAX_IMPORT_RULES,
- * MAX_IMPORT_BYTES); these are their defaults.
- */
-export interface RuleLimits {
-  maxRulesPerTenant: number;
-  maxImportRules: number;
-  maxImportBytes: number;
-}
-
-export const DEFAULT_RULE_LIMITS: RuleLimits = { maxRulesPerTenant: 1000, maxImportRules: 1000, maxImportBytes: 1 << 20 };
 
 /** The fields a change may clear with null. */
 const NULLABLE = new Set<keyof RuleSpec>(["resource", "method", "burst"]);
@@ -119,8 +97,8 @@ function checkRuleSpec(input: RuleInput, prefix: string): Checked<RuleSpec> {
   };
   const f = (name: keyof RuleSpec) => `${prefix}.${name}`;
   const spec: RuleSpec = {
-    tenantId: collect(() => text(input.tenantId, f("tenantId"), LIMITS.tenantId)),
-    name: collect(() => text(input.name, f("name"), RULE_BOUNDS.name)),
+    tenantId: collect(() => text(input.tenantId, f("tenantId"), LENGTHS.tenantId)),
+    name: collect(() => text(input.name, f("name"), LENGTHS.ruleName)),
     scope: collect(() => scope(input.scope, f("scope"))),
     resource: collect(() => resource(input.resource, f("resource"))),
     method: collect(() => method(input.method, f("method"))),

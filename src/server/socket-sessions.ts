@@ -58,7 +58,7 @@ export class SocketSessions {
   private revalidating = false;
 
   constructor(private readonly options: SocketSessionsOptions) {
-    this.unsubscribe = options.events.onKeyRevocation(({ keyId }) => this.endKey(keyId));
+    this.unsubscribe = options.events.subscribe("keyRevocation", ({ keyId }) => this.endKey(keyId));
     this.timer = setInterval(() => void this.revalidate(), Math.max(options.revalidateMs, MIN_REVALIDATE_MS)).unref();
   }
 

@@ -28,11 +28,11 @@
  * once) an event goes out on its own, uncoalesced, rather than be counted
  * with another tenant's.
  *
- * Rule changes pass straight through, and so do listeners: this bus only
- * shapes what the limiter publishes.
+ * Rule changes, bucket resets and key revocations pass straight through, and
+ * so do listeners: this bus only shapes what the limiter publishes.
  */
 
-import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../domain/events.js";
+import type { EventListener, EventMap, EventTopic } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
 
 /** The key of an event that stands for buckets beyond maxKeys; never a real bucket key (those are "*" or "label:value|..."). */
@@ -53,64 +53,39 @@ interface Coalescible {
   count: number;
 }
 
+/** The topics this bus coalesces; every other passes straight through. */
+type CoalescedTopic = "throttle" | "nearLimit";
+
 export class CoalescingEventBus implements EventBus {
-  private readonly throttles: Coalescer<ThrottleEvent>;
-  private readonly nearLimits: Coalescer<NearLimitEvent>;
+  private readonly coalescers: { [K in CoalescedTopic]: Coalescer<EventMap[K]> };
   private readonly timer: NodeJS.Timeout | null;
 
   constructor(
     private readonly inner: EventBus,
     options: CoalescingOptions,
   ) {
-    this.throttles = new Coalescer((event) => inner.publishThrottle(event), options.maxKeys);
-    this.nearLimits = new Coalescer((event) => inner.publishNearLimit(event), options.maxKeys);
+    this.coalescers = {
+      throttle: new Coalescer((event) => void inner.publish("throttle", event), options.maxKeys),
+      nearLimit: new Coalescer((event) => void inner.publish("nearLimit", event), options.maxKeys),
+    };
     this.timer = options.intervalMs > 0 ? setInterval(() => this.flush(), options.intervalMs).unref() : null;
   }
 
-  publishThrottle(event: ThrottleEvent): void {
-    this.throttles.add(event);
+  /** A throttle or near-limit event is counted (and resolves at once); any other goes straight to the bus behind. */
+  publish<K extends EventTopic>(topic: K, event: EventMap[K]): Promise<void> {
+    if (!isCoalesced(topic)) return this.inner.publish(topic, event);
+    (this.coalescers[topic] as Coalescer<EventMap[CoalescedTopic]>).add(event as EventMap[CoalescedTopic]);
+    return Promise.resolve();
   }
 
-  publishNearLimit(event: NearLimitEvent): void {
-    this.nearLimits.add(event);
+  subscribe<K extends EventTopic>(topic: K, listener: EventListener<K>): Unsubscribe {
+    return this.inner.subscribe(topic, listener);
   }
 
   /** Ends the interval: publishes what was counted since the last flush. */
   flush(): void {
-    this.throttles.flush();
-    this.nearLimits.flush();
-  }
-
-  publishRuleChange(change: RuleChange): Promise<void> {
-    return this.inner.publishRuleChange(change);
-  }
-
-  onRuleChange(listener: (change: RuleChange) => void): Unsubscribe {
-    return this.inner.onRuleChange(listener);
-  }
-
-  publishBucketReset(reset: BucketReset): Promise<void> {
-    return this.inner.publishBucketReset(reset);
-  }
-
-  onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe {
-    return this.inner.onBucketReset(listener);
-  }
-
-  publishKeyRevocation(revocation: KeyRevocation): Promise<void> {
-    return this.inner.publishKeyRevocation(revocation);
-  }
-
-  onKeyRevocation(listener: (revocation: KeyRevocation) => void): Unsubscribe {
-    return this.inner.onKeyRevocation(listener);
-  }
-
-  onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe {
-    return this.inner.onThrottle(listener);
-  }
-
-  onNearLimit(listener: (event: NearLimitEvent) => void): Unsubscribe {
-    return this.inner.onNearLimit(listener);
+    this.coalescers.throttle.flush();
+    this.coalescers.nearLimit.flush();
   }
 
   /** Publishes what is still counted, then closes the bus behind it. */
@@ -119,6 +94,10 @@ export class CoalescingEventBus implements EventBus {
     this.flush();
     await this.inner.close();
   }
+}
+
+function isCoalesced(topic: EventTopic): topic is CoalescedTopic {
+  return topic === "throttle" || topic === "nearLimit";
 }
 
 class Coalescer<E extends Coalescible> {

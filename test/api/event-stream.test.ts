@@ -2,7 +2,8 @@
 
 import { GraphQLError } from "graphql";
 import { describe, expect, it } from "vitest";
-import { eventBusPubSub, SUBSCRIBER_BUFFER, Topic } from "../../src/api/event-pubsub.js";
+import { eventBusPubSub, Topic } from "../../src/api/event-pubsub.js";
+import { SUBSCRIBER_BUFFER } from "../../src/domain/service-limits.js";
 import { eventStream } from "../../src/api/event-stream.js";
 import type { ThrottleEvent } from "../../src/domain/events.js";
 import type { Unsubscribe } from "../../src/domain/ports.js";
@@ -76,10 +77,10 @@ describe("eventBusPubSub", () => {
     const bus = new InProcessEventBus();
     const stream = eventBusPubSub(bus, noTelemetry).subscribe(Topic.THROTTLE_EVENTS, { tenantId: "acme", ruleId: "r1", mayReceive: () => true }) as AsyncIterableIterator<ThrottleEvent>;
     for (let i = 0; i < SUBSCRIBER_BUFFER * 2; i++) {
-      bus.publishThrottle(event({ tenantId: "globex" }));
-      bus.publishThrottle(event({ ruleId: "r2" }));
+      bus.publish("throttle", event({ tenantId: "globex" }));
+      bus.publish("throttle", event({ ruleId: "r2" }));
     }
-    bus.publishThrottle(event({ count: 7 }));
+    bus.publish("throttle", event({ count: 7 }));
     expect((await stream.next()).value).toMatchObject({ tenantId: "acme", ruleId: "r1", count: 7 });
     await stream.return!();
   });
@@ -93,11 +94,11 @@ describe("eventBusPubSub", () => {
       return !revoked;
     };
     const stream = eventBusPubSub(bus, noTelemetry).subscribe(Topic.THROTTLE_EVENTS, { mayReceive }) as AsyncIterableIterator<ThrottleEvent>;
-    bus.publishThrottle(event({ count: 1 }));
+    bus.publish("throttle", event({ count: 1 }));
     revoked = true;
-    bus.publishThrottle(event({ tenantId: "globex", count: 2 }));
+    bus.publish("throttle", event({ tenantId: "globex", count: 2 }));
     revoked = false;
-    bus.publishThrottle(event({ count: 3 }));
+    bus.publish("throttle", event({ count: 3 }));
     expect((await stream.next()).value).toMatchObject({ count: 1 });
     expect((await stream.next()).value).toMatchObject({ count: 3 });
     expect(asked).toEqual(["acme", "globex", "acme"]);
@@ -107,7 +108,7 @@ describe("eventBusPubSub", () => {
   it("ends a subscription that falls SUBSCRIBER_BUFFER events behind with a GraphQL error coded SUBSCRIBER_TOO_SLOW", async () => {
     const bus = new InProcessEventBus();
     const stream = eventBusPubSub(bus, noTelemetry).subscribe(Topic.THROTTLE_EVENTS, { mayReceive: () => true }) as AsyncIterableIterator<ThrottleEvent>;
-    for (let i = 0; i <= SUBSCRIBER_BUFFER; i++) bus.publishThrottle(event({}));
+    for (let i = 0; i <= SUBSCRIBER_BUFFER; i++) bus.publish("throttle", event({}));
     const error = await stream.next().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GraphQLError);
     expect((error as GraphQLError).extensions.code).toBe("SUBSCRIBER_TOO_SLOW");

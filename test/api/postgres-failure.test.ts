@@ -43,7 +43,7 @@ describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => 
 
   const start = async (env: Record<string, string> = {}) => {
     const app = await startApp(
-      loadSettings({ ADMIN_TOKEN: adminToken, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: proxiedUrl, DATA_DIR: dataDir, RULES_RETRY_MS: "50", ...env }),
+      loadSettings({ ADMIN_TOKEN: adminToken, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: proxiedUrl, DATA_DIR: dataDir, RULE_RETRY_MS: "50", ...env }),
       { logger: pino({ level: "silent" }) },
     );
     apps.push(app);

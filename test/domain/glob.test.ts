@@ -11,7 +11,7 @@ import {
   validateGlob,
   type MatchMeter,
 } from "../../src/domain/glob.js";
-import { LIMITS } from "../../src/domain/request.js";
+import { LENGTHS } from "../../src/domain/service-limits.js";
 import { costlyPaths } from "../harness/hostile-input.js";
 import { validationErrorOf } from "../support/validation-error.js";
 
@@ -296,7 +296,7 @@ describe("the cost of matching", () => {
     return 1 + segments + path.length + glob.floatingSegments * (pathSegments(path).length + path.length);
   }
 
-  const [longPath, manySegments, longSegments] = costlyPaths(LIMITS.resource) as [string, string, string];
+  const [longPath, manySegments, longSegments] = costlyPaths(LENGTHS.resource) as [string, string, string];
 
   it.each([
     ["a tail of 509 characters that fails at its last one", "/*" + "a".repeat(508) + "b", longPath, 511],

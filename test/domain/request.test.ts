@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ValidationError } from "../../src/domain/errors.js";
-import { LIMITS, parseCheckRequest, type CheckRequestInput } from "../../src/domain/request.js";
+import { parseCheckRequest, type CheckRequestInput } from "../../src/domain/request.js";
+import { LENGTHS } from "../../src/domain/service-limits.js";
 import { makeTenantOnlyCheckRequest } from "../support/domain-factory.js";
 import { validationErrorOf } from "../support/validation-error.js";
 
@@ -49,14 +50,14 @@ describe("parseCheckRequest tenantId", () => {
     expect(error.message).toBe("requests[3].tenantId must not be empty");
   });
 
-  it(`accepts ${LIMITS.tenantId} characters`, () => {
-    const tenantId = "t".repeat(LIMITS.tenantId);
+  it(`accepts ${LENGTHS.tenantId} characters`, () => {
+    const tenantId = "t".repeat(LENGTHS.tenantId);
     expect(parseCheckRequest({ tenantId }).tenantId).toBe(tenantId);
   });
 
   it.each([
     ['rejects tenantId "*"', "*", 'request.tenantId cannot be "*": a request comes from one tenant'],
-    [`rejects more than ${LIMITS.tenantId} characters`, "t".repeat(129), "request.tenantId must be at most 128 characters (got 129)"],
+    [`rejects more than ${LENGTHS.tenantId} characters`, "t".repeat(129), "request.tenantId must be at most 128 characters (got 129)"],
     ["rejects a 10 KB tenantId", "t".repeat(10_240), "request.tenantId must be at most 128 characters (got 10240)"],
     ["rejects control characters", "ac\nme", "request.tenantId must not contain control characters"],
   ])("%s", (_, tenantId, message) => {
@@ -79,11 +80,11 @@ describe("parseCheckRequest identifiers", () => {
   });
 
   it.each([
-    [`accepts a userId of exactly ${LIMITS.identifier} characters`, "userId", "u".repeat(LIMITS.identifier)],
-    [`accepts a userAgent of exactly ${LIMITS.userAgent} characters`, "userAgent", "a".repeat(LIMITS.userAgent)],
+    [`accepts a userId of exactly ${LENGTHS.identifier} characters`, "userId", "u".repeat(LENGTHS.identifier)],
+    [`accepts a userAgent of exactly ${LENGTHS.userAgent} characters`, "userAgent", "a".repeat(LENGTHS.userAgent)],
     ["does not normalise unicode forms", "userId", "e\u0301"],
     ["accepts spaces inside a userAgent", "userAgent", "Mozilla/5.0 (X11; Linux)"],
-    [`accepts a cookie of exactly ${LIMITS.cookie} characters`, "cookie", "c".repeat(LIMITS.cookie)],
+    [`accepts a cookie of exactly ${LENGTHS.cookie} characters`, "cookie", "c".repeat(LENGTHS.cookie)],
   ] as const)("%s", (_, field, value) => {
     expect(parseCheckRequest({ ...base, [field]: value })[field]).toBe(value);
   });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ValidationError } from "../../src/domain/errors.js";
 import type { Rule } from "../../src/domain/rule.js";
-import { RULE_BOUNDS, checkNewRule, sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../src/domain/rule-validation.js";
+import { checkNewRule, sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../src/domain/rule-validation.js";
+import { LENGTHS, RULE_BOUNDS } from "../../src/domain/service-limits.js";
 import { CONTRACT_RULE_DEFAULTS, makeNonDefaultRuleSpec, makeRule } from "../support/domain-factory.js";
 import { validationErrorOf } from "../support/validation-error.js";
 
@@ -91,7 +92,7 @@ describe("validateNewRule name", () => {
     expect(rejectNew({ ...valid, name: "  \u00a0 " }).message).toBe("input.name must not be empty");
   });
 
-  it(`accepts ${RULE_BOUNDS.name} characters`, () => {
+  it(`accepts ${LENGTHS.ruleName} characters`, () => {
     expect(validateNewRule({ ...valid, name: "n".repeat(200) }).name).toBe("n".repeat(200));
   });
 

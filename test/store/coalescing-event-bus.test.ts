@@ -44,8 +44,8 @@ function nearLimit(fields: Partial<NearLimitEvent> = {}): NearLimitEvent {
 function collect(inner: InProcessEventBus) {
   const throttles: ThrottleEvent[] = [];
   const nearLimits: NearLimitEvent[] = [];
-  inner.onThrottle((e) => throttles.push(e));
-  inner.onNearLimit((e) => nearLimits.push(e));
+  inner.subscribe("throttle", (e) => throttles.push(e));
+  inner.subscribe("nearLimit", (e) => nearLimits.push(e));
   return { throttles, nearLimits };
 }
 
@@ -67,10 +67,10 @@ describe("CoalescingEventBus", () => {
   });
 
   it("publishes a bucket's first event at once, and the ones after it as one event with their count when the interval ends", () => {
-    bus.publishThrottle(throttle({ retryAfter: 10 }));
+    bus.publish("throttle", throttle({ retryAfter: 10 }));
     expect(seen.throttles).toEqual([throttle({ retryAfter: 10 })]);
-    bus.publishThrottle(throttle({ retryAfter: 9 }));
-    bus.publishThrottle(throttle({ retryAfter: 8, at: new Date(5) }));
+    bus.publish("throttle", throttle({ retryAfter: 9 }));
+    bus.publish("throttle", throttle({ retryAfter: 8, at: new Date(5) }));
     expect(seen.throttles).toHaveLength(1);
     bus.flush();
     expect(seen.throttles).toEqual([throttle({ retryAfter: 10 }), throttle({ retryAfter: 8, at: new Date(5), count: 2 })]);
@@ -78,7 +78,7 @@ describe("CoalescingEventBus", () => {
 
   it("under a steady flood on one bucket publishes one event per interval, and the counts add up exactly", () => {
     for (let interval = 0; interval < 4; interval++) {
-      for (let i = 0; i < 1000; i++) bus.publishThrottle(throttle());
+      for (let i = 0; i < 1000; i++) bus.publish("throttle", throttle());
       bus.flush();
     }
     expect(seen.throttles.map((e) => e.count)).toEqual([1, 999, 1000, 1000, 1000]);
@@ -86,22 +86,22 @@ describe("CoalescingEventBus", () => {
   });
 
   it("forgets a bucket quiet for a whole interval, so its next event goes out at once again", () => {
-    bus.publishThrottle(throttle());
+    bus.publish("throttle", throttle());
     bus.flush();
     bus.flush();
-    bus.publishThrottle(throttle());
+    bus.publish("throttle", throttle());
     expect(seen.throttles.map((e) => e.count)).toEqual([1, 1]);
   });
 
   it("keeps buckets, rules and shadow events apart", () => {
     const kinds = [throttle(), throttle({ key: "user:u2" }), throttle({ ruleId: "r2" }), throttle({ shadow: true, action: "LOG_ONLY" })];
-    for (const event of kinds) for (let i = 0; i < 3; i++) bus.publishThrottle(event);
+    for (const event of kinds) for (let i = 0; i < 3; i++) bus.publish("throttle", event);
     bus.flush();
     expect(seen.throttles).toEqual([...kinds, ...kinds.map((e) => ({ ...e, count: 2 }))]);
   });
 
   it("gathers the events of buckets beyond maxKeys per rule under OTHER_KEYS, still counting every one", () => {
-    for (let user = 1; user <= 10; user++) for (let i = 0; i < 5; i++) bus.publishThrottle(throttle({ key: `user:u${user}` }));
+    for (let user = 1; user <= 10; user++) for (let i = 0; i < 5; i++) bus.publish("throttle", throttle({ key: `user:u${user}` }));
     expect(seen.throttles.map((e) => [e.key, e.count])).toEqual([
       ["user:u1", 1],
       ["user:u2", 1],
@@ -122,8 +122,8 @@ describe("CoalescingEventBus", () => {
 
   it("coalesces near-limit events alike, apart from throttle events", () => {
     for (let i = 0; i < 3; i++) {
-      bus.publishNearLimit(nearLimit({ remaining: 2 - i }));
-      bus.publishThrottle(throttle());
+      bus.publish("nearLimit", nearLimit({ remaining: 2 - i }));
+      bus.publish("throttle", throttle());
     }
     bus.flush();
     expect(seen.nearLimits).toEqual([nearLimit({ remaining: 2 }), nearLimit({ remaining: 0, count: 2 })]);
@@ -131,8 +131,8 @@ describe("CoalescingEventBus", () => {
   });
 
   it("publishes what is still counted when it closes", async () => {
-    bus.publishThrottle(throttle());
-    bus.publishThrottle(throttle());
+    bus.publish("throttle", throttle());
+    bus.publish("throttle", throttle());
     await bus.close();
     expect(seen.throttles.map((e) => e.count)).toEqual([1, 1]);
   });
@@ -140,8 +140,8 @@ describe("CoalescingEventBus", () => {
   it("passes rule changes and listeners straight through", async () => {
     const change: RuleChange = { kind: "DELETED", ruleId: "r1", tenantId: "acme", version: 2, rule: null, at: new Date(0) };
     const heard: RuleChange[] = [];
-    bus.onRuleChange((c) => heard.push(c));
-    await bus.publishRuleChange(change);
+    bus.subscribe("ruleChange", (c) => heard.push(c));
+    await bus.publish("ruleChange", change);
     expect(heard).toEqual([change]);
   });
 });

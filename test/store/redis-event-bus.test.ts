@@ -81,19 +81,19 @@ async function until(done: () => boolean, timeoutMs = 2000): Promise<void> {
 describe.runIf(await redisAvailable())("RedisEventBus", () => {
   const started: Instance[] = [];
 
-  async function instance(keyPrefix: string, publisher = new Redis(REDIS_URL)): Promise<Instance> {
+  async function instance(keyPrefix: string, publisher = new Redis(REDIS_URL), instanceId: string = randomUUID()): Promise<Instance> {
     const found: Instance = { bus: undefined!, changes: [], resets: [], revocations: [], throttles: [], nearLimits: [], errors: [] };
     found.bus = new RedisEventBus(publisher, new Redis(REDIS_URL), {
       prefix: keyPrefix,
-      instanceId: randomUUID(),
+      instanceId,
       onError: (error, what) => found.errors.push(`${what}: ${(error as Error).message}`),
     });
     await found.bus.start();
-    found.bus.onRuleChange((c) => found.changes.push(c));
-    found.bus.onBucketReset((r) => found.resets.push(r));
-    found.bus.onKeyRevocation((r) => found.revocations.push(r));
-    found.bus.onThrottle((e) => found.throttles.push(e));
-    found.bus.onNearLimit((e) => found.nearLimits.push(e));
+    found.bus.subscribe("ruleChange", (c) => found.changes.push(c));
+    found.bus.subscribe("bucketReset", (r) => found.resets.push(r));
+    found.bus.subscribe("keyRevocation", (r) => found.revocations.push(r));
+    found.bus.subscribe("throttle", (e) => found.throttles.push(e));
+    found.bus.subscribe("nearLimit", (e) => found.nearLimits.push(e));
     started.push(found);
     return found;
   }
@@ -105,12 +105,12 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
   it("delivers an instance's own event to its listeners before publishing resolves, and ignores the echo", async () => {
     const shared = prefix();
     const [a, b] = [await instance(shared), await instance(shared)];
-    const publishing = a.bus.publishRuleChange(RULE_CHANGE);
+    const publishing = a.bus.publish("ruleChange", RULE_CHANGE);
     expect(a.changes).toEqual([RULE_CHANGE]);
     await publishing;
     await until(() => b.changes.length === 1);
     // B's reply is published after A's echo was sent to A, and Redis keeps their order: once A has the reply, any echo would be there too.
-    await b.bus.publishRuleChange({ ...RULE_CHANGE, version: 3 });
+    await b.bus.publish("ruleChange", { ...RULE_CHANGE, version: 3 });
     await until(() => a.changes.length === 2);
     expect(a.changes.map((c) => c.version)).toEqual([2, 3]);
   });
@@ -118,11 +118,11 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
   it("carries rule changes, bucket resets, key revocations, throttle and near-limit events to another instance as they were, dates included", async () => {
     const shared = prefix();
     const [a, b] = [await instance(shared), await instance(shared)];
-    await a.bus.publishRuleChange(RULE_CHANGE);
-    await a.bus.publishBucketReset(RESET);
-    await a.bus.publishKeyRevocation(REVOCATION);
-    a.bus.publishThrottle(THROTTLE);
-    a.bus.publishNearLimit(NEAR_LIMIT);
+    await a.bus.publish("ruleChange", RULE_CHANGE);
+    await a.bus.publish("bucketReset", RESET);
+    await a.bus.publish("keyRevocation", REVOCATION);
+    a.bus.publish("throttle", THROTTLE);
+    a.bus.publish("nearLimit", NEAR_LIMIT);
     await until(() => b.changes.length + b.resets.length + b.revocations.length + b.throttles.length + b.nearLimits.length === 5);
     expect(b.changes).toEqual([RULE_CHANGE]);
     expect(b.resets).toEqual([RESET]);
@@ -131,6 +131,51 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     expect(b.changes[0]!.rule!.createdAt).toBeInstanceOf(Date);
     expect(b.throttles).toEqual([THROTTLE]);
     expect(b.nearLimits).toEqual([NEAR_LIMIT]);
+  });
+
+  describe("wire format, which instances of other versions share", () => {
+    const RULE_CHANGE_JSON =
+      '{"kind":"UPDATED","ruleId":"r1","tenantId":"acme","version":2,"at":"2026-11-30T12:00:00.123Z","rule":{"id":"r1","tenantId":"acme","name":"per-user",' +
+      '"scope":["USER"],"resource":"/api/**","method":null,"algorithm":"TOKEN_BUCKET","limit":5,"window":1,"windowUnit":"MINUTES","burst":10,' +
+      '"action":"REJECT","failureMode":"OPEN","priority":0,"enabled":true,"version":2,"createdAt":"2026-11-30T11:00:00.001Z","updatedAt":"2026-11-30T12:00:00.123Z"}}';
+    const THROTTLE_FIELDS =
+      '"at":"2026-11-30T12:00:01.000Z","tenantId":"acme","ruleId":"r1","ruleName":"per-user","key":"user:u1","resource":"/api/orders","method":"POST",' +
+      '"action":"REJECT","limit":5';
+    /** Each event as its channel carries it, written out by hand: the bytes another instance reads. */
+    const WIRE: [channel: string, event: string][] = [
+      ["rule-changes", RULE_CHANGE_JSON],
+      ["bucket-resets", '{"ruleId":"r1","tenantId":"acme","key":"user:u1"}'],
+      ["key-revocations", '{"keyId":"k1","at":"2026-11-30T12:00:02.000Z"}'],
+      ["throttle", `{${THROTTLE_FIELDS},"retryAfter":30,"shadow":false,"count":3}`],
+      ["near-limit", `{${THROTTLE_FIELDS},"shadow":false,"count":1,"remaining":0}`],
+    ];
+
+    it("publishes each topic on its channel as {from, event} JSON, byte for byte", async () => {
+      const shared = prefix();
+      const raw = new Redis(REDIS_URL);
+      const heard: [string, string][] = [];
+      raw.on("message", (channel: string, message: string) => heard.push([channel, message]));
+      await raw.subscribe(...WIRE.map(([channel]) => `${shared}events:${channel}`));
+      const a = await instance(shared, new Redis(REDIS_URL), "instance-a");
+      await a.bus.publish("ruleChange", RULE_CHANGE);
+      await a.bus.publish("bucketReset", RESET);
+      await a.bus.publish("keyRevocation", REVOCATION);
+      await a.bus.publish("throttle", THROTTLE);
+      await a.bus.publish("nearLimit", NEAR_LIMIT);
+      await until(() => heard.length === WIRE.length);
+      expect(heard).toEqual(WIRE.map(([channel, event]) => [`${shared}events:${channel}`, `{"from":"instance-a","event":${event}}`]));
+      raw.disconnect();
+    });
+
+    it("delivers what another instance wrote on each channel to that topic's listeners, dates as Dates", async () => {
+      const shared = prefix();
+      const a = await instance(shared);
+      const raw = new Redis(REDIS_URL);
+      for (const [channel, event] of WIRE) await raw.publish(`${shared}events:${channel}`, `{"from":"elsewhere","event":${event}}`);
+      await until(() => a.changes.length + a.resets.length + a.revocations.length + a.throttles.length + a.nearLimits.length === WIRE.length);
+      expect(a).toMatchObject({ changes: [RULE_CHANGE], resets: [RESET], revocations: [REVOCATION], throttles: [THROTTLE], nearLimits: [NEAR_LIMIT] });
+      raw.disconnect();
+    });
   });
 
   it("does not hear instances under another key prefix", async () => {
@@ -159,8 +204,8 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
   it("reports a rule change or bucket reset it could not publish instead of failing, and still delivers it locally", async () => {
     const broken = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
     const a = await instance(prefix(), broken);
-    await expect(a.bus.publishRuleChange(RULE_CHANGE)).resolves.toBeUndefined();
-    await expect(a.bus.publishBucketReset(RESET)).resolves.toBeUndefined();
+    await expect(a.bus.publish("ruleChange", RULE_CHANGE)).resolves.toBeUndefined();
+    await expect(a.bus.publish("bucketReset", RESET)).resolves.toBeUndefined();
     expect(a.changes).toEqual([RULE_CHANGE]);
     expect(a.resets).toEqual([RESET]);
     expect(a.errors).toEqual([expect.stringContaining("publishing to"), expect.stringContaining("events:bucket-resets")]);

@@ -38,7 +38,8 @@ import {
 } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
 import { LruCache } from "../../domain/lru-cache.js";
-import { MAX_BATCH, operationChecks } from "../operation-checks.js";
+import { MAX_BATCH } from "../../domain/service-limits.js";
+import { operationChecks } from "../operation-checks.js";
 import { QueryMeasure } from "../query-limits.js";
 
 /** A GraphQL request as it arrived over HTTP, its parts already of the right JSON types. */

@@ -23,8 +23,8 @@ import { authorize, ROLES, scopeTenant, type Principal, type Role } from "../../
 import { NotFoundError, UnauthenticatedError, UnavailableError, ValidationError } from "../../domain/errors.js";
 import { LruCache } from "../../domain/lru-cache.js";
 import type { ApiKey, ApiKeyRepository, Clock, EventBus } from "../../domain/ports.js";
-import { LIMITS } from "../../domain/request.js";
 import { ALL_TENANTS } from "../../domain/rule.js";
+import { LENGTHS } from "../../domain/service-limits.js";
 import { oneOf, text } from "../../domain/validation.js";
 import { CircuitBreaker } from "../../domain/circuit-breaker.js";
 import type { KnownApiKeys } from "./known-api-keys.js";
@@ -76,7 +76,6 @@ export class ApiKeyService {
   ) {
     this.adminTokenHash = options.adminToken === null ? null : sha256(options.adminToken);
     this.database = new CircuitBreaker({ failureThreshold: 1, openMs: DATABASE_RETRY_MS, clock: options.clock });
-    options.events.onKeyRevocation(({ keyId, at }) => this.forget(keyId, at));
   }
 
   /**
@@ -117,10 +116,10 @@ export class ApiKeyService {
   async revoke(principal: Principal, id: string): Promise<boolean> {
     const key = await this.visible(principal, id);
     authorize(principal, "manageKeys", key.tenantId);
-    // Heard here at once (forget), and by every other instance through the bus.
+    // Heard here at once (the bus delivers to this instance's listeners first), and by every other instance through the bus.
     const at = new Date(this.options.clock.now());
     await this.repository.revoke(id, at);
-    await this.options.events.publishKeyRevocation({ keyId: id, at });
+    await this.options.events.publish("keyRevocation", { keyId: id, at });
     return true;
   }
 
@@ -174,16 +173,16 @@ export class ApiKeyService {
     return known;
   }
 
-  /** A revoked key, heard of here or from another instance: refused from now on. */
-  private forget(keyId: string, at: Date): void {
+  /** A revoked key, heard of on the event bus (see event-listeners.ts), revoked here or by another instance: refused from now on. */
+  forget(keyId: string, at: Date): void {
     this.options.known.revoke(keyId, at);
     this.recent.deleteWhere((_hash, lookup) => lookup.principal?.keyId === keyId);
   }
 }
 
 function validate(input: ApiKeyInput): ApiKeyInput {
-  const tenantId = text(input.tenantId, "input.tenantId", LIMITS.tenantId);
-  const name = text(input.name, "input.name", 200);
+  const tenantId = text(input.tenantId, "input.tenantId", LENGTHS.tenantId);
+  const name = text(input.name, "input.name", LENGTHS.apiKeyName);
   const role = oneOf(input.role, ROLES, "input.role");
   if (role === "ADMIN" && tenantId !== ALL_TENANTS) throw new ValidationError("input.tenantId", 'must be "*" for an ADMIN key: ADMIN acts on every tenant');
   if (role !== "ADMIN" && tenantId === ALL_TENANTS) throw new ValidationError("input.tenantId", `cannot be "*" for a ${role} key: only ADMIN keys span tenants`);

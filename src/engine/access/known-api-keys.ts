@@ -1,6 +1,6 @@
 /**
  * The last-known-good API keys: every key the database had at the last full
- * load (every RULE_RELOAD_SECONDS), plus the keys looked up since, each with
+ * load (every RULE_RELOAD_MS), plus the keys looked up since, each with
  * whether it is revoked. Authentication answers from here only when the
  * database cannot be reached, so that a Postgres outage does not stop the
  * checks of every API-key caller, and a revoked key stays refused through it.

@@ -12,6 +12,7 @@ import { authorize, type Principal } from "../../domain/access.js";
 import type { BucketOutcome } from "../../domain/algorithms/index.js";
 import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../../domain/decision.js";
 import type { LimitEvent } from "../../domain/events.js";
+import { rank, type Rankable } from "../../domain/most-restrictive.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../../domain/ports.js";
 import type { CheckRequest } from "../../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
@@ -31,10 +32,9 @@ interface Applicable {
   key: string;
 }
 
-interface Ranked {
+interface Ranked extends Rankable {
   result: RuleResult;
   compiled: CompiledRule;
-  retryAfterMs: number | null;
 }
 
 /** One request's way to its decision: no rule applies, the over-limit cache refuses it, or the store decides. */
@@ -149,7 +149,7 @@ export class Limiter {
 
   /** `consulted`: which buckets were read (null: all of them). */
   private decision(applicable: readonly Applicable[], reply: CounterReply, source: DecisionSource, consulted: readonly boolean[] | null): Decision {
-    const ranked: Ranked[] = applicable.map(({ compiled, key }, i) => {
+    const unranked: Ranked[] = applicable.map(({ compiled, key }, i) => {
       const outcome = reply.outcomes[i]!;
       return {
         compiled,
@@ -168,9 +168,11 @@ export class Limiter {
         },
       };
     });
-    ranked.sort(mostRestrictiveFirst);
-    const enforcing = ranked.filter((r) => r.compiled.rule.action !== "LOG_ONLY" && r.result.consulted);
-    const deciding = (enforcing[0] ?? ranked[0])!.result;
+    const {
+      ranked,
+      enforcing,
+      deciding: { result: deciding },
+    } = rank(unranked);
     const allowed = reply.allowed;
     const throttled = ranked.filter((r) => r.compiled.rule.action === "THROTTLE");
     const retryAfter = allowed ? null : deciding.retryAfter;
@@ -196,8 +198,8 @@ export class Limiter {
     if (this.events === null) return;
     const at = decision.decidedAt;
     for (const result of decision.results) {
-      if (!result.allowed) this.events.publishThrottle({ ...eventBase(request, result, at), retryAfter: result.retryAfter });
-      else if (decision.allowed && result.nearLimit) this.events.publishNearLimit({ ...eventBase(request, result, at), remaining: result.remaining });
+      if (!result.allowed) void this.events.publish("throttle", { ...eventBase(request, result, at), retryAfter: result.retryAfter });
+      else if (decision.allowed && result.nearLimit) void this.events.publish("nearLimit", { ...eventBase(request, result, at), remaining: result.remaining });
     }
   }
 }
@@ -217,23 +219,4 @@ function eventBase(request: CheckRequest, result: RuleResult, at: Date): LimitEv
     shadow: result.rule.action === "LOG_ONLY",
     count: 1,
   };
-}
-
-/**
- * Refusals first (enforcing before shadow), longest wait first; then the
- * fewest remaining; ties go to the higher priority, then the rule id.
- */
-function mostRestrictiveFirst(a: Ranked, b: Ranked): number {
-  return (
-    rank(a) - rank(b) ||
-    (b.retryAfterMs ?? 0) - (a.retryAfterMs ?? 0) ||
-    a.result.remaining - b.result.remaining ||
-    b.result.rule.priority - a.result.rule.priority ||
-    (a.result.rule.id < b.result.rule.id ? -1 : a.result.rule.id > b.result.rule.id ? 1 : 0)
-  );
-}
-
-function rank(r: Ranked): number {
-  if (r.result.allowed) return 2;
-  return r.compiled.rule.action === "LOG_ONLY" ? 1 : 0;
 }

@@ -16,23 +16,14 @@ import { creationsByTenant, type Clock, type CounterStore, type EventBus, type R
 import { hasControlCharacters } from "../../domain/request.js";
 import type { ChangeOrigin, RuleRevision } from "../../domain/revision.js";
 import type { Action, Rule, RuleSpec } from "../../domain/rule.js";
-import {
-  DEFAULT_RULE_LIMITS,
-  sameSpec,
-  specOf,
-  validateNewRule,
-  validateRuleChange,
-  type RuleInput,
-  type RuleLimits,
-} from "../../domain/rule-validation.js";
-import type { OverLimitCache } from "../decision/over-limit-cache.js";
+import { sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../domain/rule-validation.js";
+import { DEFAULT_RULE_LIMITS, LENGTHS, type RuleLimits } from "../../domain/service-limits.js";
 import type { RuleBook } from "../decision/rule-book.js";
 import { planImport, type ImportProblem } from "./rule-import.js";
 import { writeRulesFile } from "./rules-file.js";
 
 /** Concurrent writers without expectedVersion retry this many times before reporting a conflict. */
 const UPDATE_ATTEMPTS = 5;
-const MAX_BUCKET_KEY = 4096;
 const IMPORT_NOTE = "imported from a rules file";
 
 export interface ImportedRule {
@@ -62,12 +53,8 @@ export class RuleService {
     private readonly store: CounterStore,
     private readonly events: EventBus,
     private readonly clock: Clock,
-    /** The limiter's: a bucket reset through any instance is no longer refused from it. */
-    overLimit?: OverLimitCache,
     private readonly limits: RuleLimits = DEFAULT_RULE_LIMITS,
-  ) {
-    if (overLimit) events.onBucketReset((reset) => overLimit.forget(reset.ruleId, reset.key));
-  }
+  ) {}
 
   get(principal: Principal, id: string): Rule | null {
     const rule = this.book.get(id);
@@ -180,10 +167,10 @@ export class RuleService {
   /** Forgets one bucket of one rule, in the store and in every instance's over-limit cache. */
   async resetLimit(principal: Principal, ruleId: string, key: string): Promise<boolean> {
     const rule = this.writable(principal, ruleId, this.book.get(ruleId));
-    if (key.length === 0 || key.length > MAX_BUCKET_KEY) throw new ValidationError("key", `must be 1 to ${MAX_BUCKET_KEY} characters`);
+    if (key.length === 0 || key.length > LENGTHS.bucketKey) throw new ValidationError("key", `must be 1 to ${LENGTHS.bucketKey} characters`);
     if (hasControlCharacters(key)) throw new ValidationError("key", "must not contain control characters");
     const forgotten = await this.store.reset(ruleId, key);
-    await this.events.publishBucketReset({ ruleId, tenantId: rule.tenantId, key });
+    await this.events.publish("bucketReset", { ruleId, tenantId: rule.tenantId, key });
     return forgotten;
   }
 
@@ -236,7 +223,7 @@ export class RuleService {
       rule: kind === "DELETED" ? null : rule,
       at: new Date(this.clock.now()),
     };
-    await this.events.publishRuleChange(change);
+    await this.events.publish("ruleChange", change);
   }
 }
 

@@ -54,7 +54,7 @@ export class RuleSync {
 
   /** Listens first, then loads: a change made while the first load runs is applied, not lost. */
   async start(): Promise<void> {
-    this.unsubscribe = this.options.events.onRuleChange((change) => {
+    this.unsubscribe = this.options.events.subscribe("ruleChange", (change) => {
       if (this.options.book.apply(change)) this.scheduleSnapshot();
     });
     try {

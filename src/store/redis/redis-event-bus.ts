@@ -22,13 +22,12 @@
  */
 
 import type { Cluster, Redis } from "ioredis";
-import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../domain/events.js";
+import type { EventListener, EventMap, EventTopic } from "../../domain/events.js";
 import type { EventBus, Unsubscribe } from "../../domain/ports.js";
 import { InProcessEventBus } from "../memory/in-process-event-bus.js";
 
-type Kind = "ruleChange" | "bucketReset" | "keyRevocation" | "throttle" | "nearLimit";
-
-const CHANNEL_NAMES: Record<Kind, string> = {
+/** The wire format: other instances, of this version or another, listen on these names. */
+const CHANNEL_NAMES: Record<EventTopic, string> = {
   ruleChange: "rule-changes",
   bucketReset: "bucket-resets",
   keyRevocation: "key-revocations",
@@ -55,8 +54,8 @@ export interface RedisEventBusOptions {
 
 export class RedisEventBus implements EventBus {
   private readonly local = new InProcessEventBus();
-  private readonly channels: Record<Kind, string>;
-  private readonly kinds: Map<string, Kind>;
+  private readonly channels: Record<EventTopic, string>;
+  private readonly topics: Map<string, EventTopic>;
 
   /** Takes both clients over: a subscribed connection can do nothing but listen, so publishing needs the other. */
   constructor(
@@ -64,63 +63,30 @@ export class RedisEventBus implements EventBus {
     private readonly subscriber: Redis | Cluster,
     private readonly options: RedisEventBusOptions,
   ) {
-    const kinds = Object.keys(CHANNEL_NAMES) as Kind[];
-    this.channels = Object.fromEntries(kinds.map((kind) => [kind, `${options.prefix}events:${CHANNEL_NAMES[kind]}`])) as Record<Kind, string>;
-    this.kinds = new Map(kinds.map((kind) => [this.channels[kind], kind]));
+    const topics = Object.keys(CHANNEL_NAMES) as EventTopic[];
+    this.channels = Object.fromEntries(topics.map((topic) => [topic, `${options.prefix}events:${CHANNEL_NAMES[topic]}`])) as Record<EventTopic, string>;
+    this.topics = new Map(topics.map((topic) => [this.channels[topic], topic]));
   }
 
   /** Subscribes to the channels; what others publish before this resolves is not seen. */
   async start(): Promise<void> {
     this.subscriber.on("message", (channel: string, message: string) => this.receive(channel, message));
-    await this.subscriber.subscribe(...this.kinds.keys());
+    await this.subscriber.subscribe(...this.topics.keys());
   }
 
-  /** Resolves once the change is delivered here and handed to Redis; a failed publish is reported, not thrown, since the change is stored and the next full reload carries it. */
-  async publishRuleChange(change: RuleChange): Promise<void> {
-    await this.local.publishRuleChange(change);
-    await this.send("ruleChange", change);
+  /**
+   * Delivers the event here at once, then hands it to Redis. A publish that
+   * fails is reported, not thrown: what the event tells is done already (the
+   * rule is stored, the bucket forgotten, the key revoked in the database),
+   * and the other instances make up for it as the header says.
+   */
+  async publish<K extends EventTopic>(topic: K, event: EventMap[K]): Promise<void> {
+    await this.local.publish(topic, event);
+    await this.send(topic, event);
   }
 
-  /** Like a rule change: delivered here at once, then handed to Redis; a failed publish is reported, not thrown (the store has forgotten the bucket). */
-  async publishBucketReset(reset: BucketReset): Promise<void> {
-    await this.local.publishBucketReset(reset);
-    await this.send("bucketReset", reset);
-  }
-
-  /** Like a rule change: delivered here at once, then handed to Redis; a failed publish is reported, not thrown (the key is revoked in the database). */
-  async publishKeyRevocation(revocation: KeyRevocation): Promise<void> {
-    await this.local.publishKeyRevocation(revocation);
-    await this.send("keyRevocation", revocation);
-  }
-
-  publishThrottle(event: ThrottleEvent): void {
-    this.local.publishThrottle(event);
-    void this.send("throttle", event);
-  }
-
-  publishNearLimit(event: NearLimitEvent): void {
-    this.local.publishNearLimit(event);
-    void this.send("nearLimit", event);
-  }
-
-  onRuleChange(listener: (change: RuleChange) => void): Unsubscribe {
-    return this.local.onRuleChange(listener);
-  }
-
-  onBucketReset(listener: (reset: BucketReset) => void): Unsubscribe {
-    return this.local.onBucketReset(listener);
-  }
-
-  onKeyRevocation(listener: (revocation: KeyRevocation) => void): Unsubscribe {
-    return this.local.onKeyRevocation(listener);
-  }
-
-  onThrottle(listener: (event: ThrottleEvent) => void): Unsubscribe {
-    return this.local.onThrottle(listener);
-  }
-
-  onNearLimit(listener: (event: NearLimitEvent) => void): Unsubscribe {
-    return this.local.onNearLimit(listener);
+  subscribe<K extends EventTopic>(topic: K, listener: EventListener<K>): Unsubscribe {
+    return this.local.subscribe(topic, listener);
   }
 
   async close(): Promise<void> {
@@ -128,18 +94,18 @@ export class RedisEventBus implements EventBus {
     await Promise.allSettled([this.subscriber.quit(), this.publisher.quit()]);
   }
 
-  private async send(kind: Kind, event: unknown): Promise<void> {
+  private async send(topic: EventTopic, event: unknown): Promise<void> {
     const envelope: Envelope = { from: this.options.instanceId, event };
     try {
-      await this.publisher.publish(this.channels[kind], JSON.stringify(envelope));
+      await this.publisher.publish(this.channels[topic], JSON.stringify(envelope));
     } catch (error) {
-      this.options.onError(error, `publishing to ${this.channels[kind]}`);
+      this.options.onError(error, `publishing to ${this.channels[topic]}`);
     }
   }
 
   private receive(channel: string, message: string): void {
-    const kind = this.kinds.get(channel);
-    if (kind === undefined) return;
+    const topic = this.topics.get(channel);
+    if (topic === undefined) return;
     let envelope: Envelope;
     try {
       envelope = JSON.parse(message, (key, value: unknown) => (DATE_FIELDS.has(key) && typeof value === "string" ? new Date(value) : value));
@@ -148,10 +114,6 @@ export class RedisEventBus implements EventBus {
       return;
     }
     if (envelope.from === this.options.instanceId) return;
-    if (kind === "ruleChange") void this.local.publishRuleChange(envelope.event as RuleChange);
-    else if (kind === "bucketReset") void this.local.publishBucketReset(envelope.event as BucketReset);
-    else if (kind === "keyRevocation") void this.local.publishKeyRevocation(envelope.event as KeyRevocation);
-    else if (kind === "throttle") this.local.publishThrottle(envelope.event as ThrottleEvent);
-    else this.local.publishNearLimit(envelope.event as NearLimitEvent);
+    void this.local.publish(topic, envelope.event as EventMap[EventTopic]);
   }
 }

@@ -46,6 +46,7 @@ import {
 } from "../../generated/graphql.js";
 import { ManualClock } from "../../support/clock.js";
 import { InMemoryRuleRepository } from "../../support/in-memory-rule-repository.js";
+import { listenToEvents } from "../../../src/event-listeners.js";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 60);
 const ADMIN_TOKEN = "fast-path-admin-token-0123456789";
@@ -169,7 +170,7 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
   const overLimit = new OverLimitCache(1_000);
   const keys = new FixedApiKeys();
   const services: Services = {
-    rules: new RuleService(new InMemoryRuleRepository(), book, counters, events, clock, overLimit),
+    rules: new RuleService(new InMemoryRuleRepository(), book, counters, events, clock),
     limiter: new Limiter(book, counters, events, clock, { overLimit }),
     keys: new ApiKeyService(keys, {
       adminToken: ADMIN_TOKEN,
@@ -181,6 +182,7 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
     mutations: new MutationLimiter(counters, clock, 1_000),
     events,
   };
+  listenToEvents(events, { overLimit, keys: services.keys });
   const server = await startHttpServer(
     {
       schema: await buildApiSchema(events),

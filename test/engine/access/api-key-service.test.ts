@@ -14,6 +14,7 @@ import { UnauthenticatedError, UnavailableError } from "../../../src/domain/erro
 import type { ApiKey, ApiKeyCredential, ApiKeyRepository, ApiKeySnapshot } from "../../../src/domain/ports.js";
 import { InProcessEventBus } from "../../../src/store/memory/in-process-event-bus.js";
 import { ManualClock } from "../../support/clock.js";
+import { listenToEvents } from "../../../src/event-listeners.js";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 const SILENT = { info: () => undefined, warn: () => undefined };
@@ -90,6 +91,7 @@ function setUp({ cacheMs = 60_000, snapshot = null as ApiKeySnapshot | null } = 
   const events = new InProcessEventBus();
   const known = new KnownApiKeys({ repository, snapshot, reloadIntervalMs: 0, log: SILENT });
   const service = new ApiKeyService(repository, { adminToken: "admin-token-of-the-tests", clock, cacheMs, events, known });
+  listenToEvents(events, { keys: service });
   return { repository, clock, events, known, service, as: (secret: string, fresh = false) => service.authenticate(`Bearer ${secret}`, { fresh }) };
 }
 
@@ -129,7 +131,7 @@ describe("ApiKeyService", () => {
     const { repository, events, service, as } = setUp();
     const key = repository.add("fg_soon-revoked");
     const principal = await as("fg_soon-revoked");
-    await events.publishKeyRevocation({ keyId: key.id, at: new Date() });
+    await events.publish("keyRevocation", { keyId: key.id, at: new Date() });
     expect(service.isRevoked(principal)).toBe(true);
     await expect(as("fg_soon-revoked")).rejects.toThrow("the token is not a valid API key (unknown or revoked)");
     expect(repository.lookupsOf("fg_soon-revoked")).toBe(2);

@@ -25,8 +25,8 @@ describe("the limiter's events", () => {
     const events = new InProcessEventBus();
     throttles = [];
     nearLimits = [];
-    events.onThrottle((e) => throttles.push(e));
-    events.onNearLimit((e) => nearLimits.push(e));
+    events.subscribe("throttle", (e) => throttles.push(e));
+    events.subscribe("nearLimit", (e) => nearLimits.push(e));
     book = new RuleBook();
     limiter = new Limiter(book, new MemoryCounterStore({ clock, sweepIntervalMs: 0 }), events, clock);
   });

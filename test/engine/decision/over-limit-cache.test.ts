@@ -26,6 +26,7 @@ import { InMemoryRuleRepository } from "../../support/in-memory-rule-repository.
 import { CountingCounterStore } from "../../support/ports.js";
 import { testRedis } from "../../support/redis.js";
 import { redisAvailable } from "../../support/services.js";
+import { listenToEvents } from "../../../src/event-listeners.js";
 
 type StoreFactory = (clock: ManualClock) => { store: CounterStore; cleanup(): Promise<void> };
 
@@ -144,7 +145,7 @@ for (const [name, makeStore, available] of STORES) {
       load(makeRule({ scope: ["USER"], limit: 1 }));
       await exhaust(1);
       const seen: string[] = [];
-      events.onThrottle((event) => seen.push(event.key));
+      events.subscribe("throttle", (event) => seen.push(event.key));
       await check();
       expect(seen).toEqual(["user:u1"]);
     });
@@ -220,7 +221,8 @@ for (const [name, makeStore, available] of STORES) {
     it("resetLimit forgets the bucket: the next check goes to the store and is admitted", async () => {
       const rule = makeRule({ scope: ["USER"], limit: 1 });
       load(rule);
-      const service = new RuleService(new InMemoryRuleRepository(), book, counting, events, clock, cache);
+      const service = new RuleService(new InMemoryRuleRepository(), book, counting, events, clock);
+      listenToEvents(events, { overLimit: cache });
       await exhaust(1);
       await service.resetLimit(BOOTSTRAP, rule.id, "user:u1");
       expect(await checkAndWatch()).toMatchObject({ askedStore: true, decision: { allowed: true } });

@@ -2,9 +2,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { RuleChange } from "../../../src/domain/events.js";
 import { compileGlob, MAX_GLOB_FLOATING_SEGMENTS, MAX_GLOB_SEGMENTS, validateGlob, type MatchMeter } from "../../../src/domain/glob.js";
-import { LIMITS, type CheckRequest } from "../../../src/domain/request.js";
+import type { CheckRequest } from "../../../src/domain/request.js";
 import type { HttpMethod, Rule } from "../../../src/domain/rule.js";
-import { DEFAULT_RULE_LIMITS } from "../../../src/domain/rule-validation.js";
+import { DEFAULT_RULE_LIMITS, LENGTHS } from "../../../src/domain/service-limits.js";
 import { compileRule } from "../../../src/engine/decision/compiled-rule.js";
 import { RuleBook } from "../../../src/engine/decision/rule-book.js";
 import { RuleIndex } from "../../../src/engine/decision/rule-index.js";
@@ -474,7 +474,7 @@ describe("compileRule", () => {
  * costs at most its number of rules times that.
  */
 describe("RuleIndex matching cost", () => {
-  const longestPath = LIMITS.resource;
+  const longestPath = LENGTHS.resource;
   const perRuleBound = 1 + MAX_GLOB_SEGMENTS + longestPath + MAX_GLOB_FLOATING_SEGMENTS * (longestPath / 2 + longestPath);
 
   function stepsOf(index: RuleIndex, request: Partial<CheckRequest>): number {

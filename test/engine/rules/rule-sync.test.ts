@@ -53,12 +53,12 @@ describe("RuleSync", () => {
   it("applies the changes it hears: created, updated, deleted", async () => {
     await sync.start();
     const created = await repository.create("r1", SPEC);
-    await events.publishRuleChange(change("CREATED", created));
+    await events.publish("ruleChange", change("CREATED", created));
     expect(book.get("r1")).toEqual(created);
     const updated = (await repository.update("r1", { ...SPEC, limit: 7 }, 1))!;
-    await events.publishRuleChange(change("UPDATED", updated));
+    await events.publish("ruleChange", change("UPDATED", updated));
     expect(book.get("r1")?.limit).toBe(7);
-    await events.publishRuleChange(change("DELETED", updated, 3));
+    await events.publish("ruleChange", change("DELETED", updated, 3));
     expect(book.get("r1")).toBeNull();
   });
 
@@ -74,15 +74,15 @@ describe("RuleSync", () => {
     await sync.start();
     const v1 = await repository.create("r1", SPEC);
     const v2 = (await repository.update("r1", { ...SPEC, limit: 7 }, 1))!;
-    await events.publishRuleChange(change("UPDATED", v2));
-    await events.publishRuleChange(change("CREATED", v1));
+    await events.publish("ruleChange", change("UPDATED", v2));
+    await events.publish("ruleChange", change("CREATED", v1));
     expect(book.get("r1")?.version).toBe(2);
 
     // A reload whose snapshot was read before v3 arrived keeps v3.
     const since = book.mark();
     const snapshot = await repository.list();
     const v3 = (await repository.update("r1", { ...SPEC, limit: 9 }, 2))!;
-    await events.publishRuleChange(change("UPDATED", v3));
+    await events.publish("ruleChange", change("UPDATED", v3));
     book.load(snapshot, since);
     expect(book.get("r1")?.limit).toBe(9);
   });
@@ -90,7 +90,7 @@ describe("RuleSync", () => {
   it("stops listening once closed", async () => {
     await sync.start();
     sync.close();
-    await events.publishRuleChange(change("CREATED", await repository.create("r1", SPEC)));
+    await events.publish("ruleChange", change("CREATED", await repository.create("r1", SPEC)));
     expect(book.get("r1")).toBeNull();
   });
 
