@@ -13,7 +13,7 @@ denied and every slot that took units releases them. The store combines the
 slots' verdicts with the domain's `combine` (src/domain/algorithms/index.ts).
 
 Constants. This file defines no number it shares with TypeScript: the names
-in capitals below come from a prelude that registerScripts
+in capitals below come from a prelude that decideScript
 (src/store/redis/scripts.ts) puts in front of this comment, on its first
 line, one `local NAME = n` for each code of src/store/redis/script-codes.ts:
   ALGO_<algorithm>   ALGO_SLIDING_WINDOW_COUNTER, ALGO_TOKEN_BUCKET, ALGO_FIXED_WINDOW,

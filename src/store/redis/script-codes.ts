@@ -1,8 +1,8 @@
 /**
  * The numbers TypeScript and lua/decide.lua must agree on, written once.
- * decide.lua defines none of them: registerScripts puts `luaPrelude()` in
- * front of it, one `local NAME = n` per number, so a code changed here reaches
- * the script with the next registration.
+ * decide.lua defines none of them: decideScript (scripts.ts) puts
+ * `luaPrelude()` in front of it, one `local NAME = n` per number, so a code
+ * changed here reaches the script with the next registration.
  */
 
 import { WEIGHT_ONE } from "../../domain/algorithms/sliding-window-counter.js";
@@ -24,7 +24,9 @@ export const ACTION_CODES: Record<Action, number> = { REJECT: 1, THROTTLE: 2, LO
  * ARGV[3], a set of flags; in Lua MODE_<name>. DECIDE is none of them: decide
  * and count. DRY_RUN counts nothing, RESERVE replies the slot's verdicts and
  * receipts of what it took, RESERVE | DRY_RUN reserves without taking, and
- * RELEASE gives back what the receipts say.
+ * RELEASE gives back what the receipts say. The sums are the numbers the
+ * modes had when each was a code of its own, so lua:bench can still drive a
+ * decide.lua from before with the same arguments.
  */
 export const MODE = { DECIDE: 0, DRY_RUN: 1, RESERVE: 2, RELEASE: 4 } as const;
 export type Mode = number;
