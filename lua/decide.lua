@@ -7,10 +7,21 @@ conformance and property tests run both against the same cases.
 
 In a Redis Cluster one call can only touch one slot. A request whose rules
 live in several slots is decided with the reserve and release modes: every
-slot reserves (decides its own rules and takes their units, exactly as mode 0
-would, and says what it took); when any slot refuses, the request is denied
-and every slot that took units releases them. The store combines the slots'
-verdicts with the domain's `combine` (src/domain/algorithms/index.ts).
+slot reserves (decides its own rules and takes their units, exactly as a
+decision would, and says what it took); when any slot refuses, the request is
+denied and every slot that took units releases them. The store combines the
+slots' verdicts with the domain's `combine` (src/domain/algorithms/index.ts).
+
+Constants. This file defines no number it shares with TypeScript: the names
+in capitals below come from a prelude that decideScript
+(src/store/redis/scripts.ts) puts in front of this comment, on its first
+line, one `local NAME = n` for each code of src/store/redis/script-codes.ts:
+  ALGO_<algorithm>   ALGO_SLIDING_WINDOW_COUNTER, ALGO_TOKEN_BUCKET, ALGO_FIXED_WINDOW,
+                     ALGO_SLIDING_WINDOW_LOG, ALGO_LEAKY_BUCKET
+  ACTION_<action>    ACTION_REJECT, ACTION_THROTTLE, ACTION_LOG_ONLY
+  MODE_<flag>        MODE_DRY_RUN, MODE_RESERVE, MODE_RELEASE (MODE_DECIDE is no flag: 0)
+  RELEASE_<outcome>  RELEASE_RESTORED, RELEASE_SUBTRACTED, RELEASE_NOTHING_LEFT
+  WEIGHT_ONE         the sliding window counter's weight of one (fixed point)
 
 KEYS   per rule, in the order of the rules in ARGV:
          SLIDING_WINDOW_LOG   1 key:  the bucket's log, a list of release times in ms,
@@ -19,32 +30,35 @@ KEYS   per rule, in the order of the rules in ARGV:
                                       (see "Pages" below)
 ARGV   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
        [2] cost, units the request takes from every rule
-       [3] mode: "0" decide, "1" decide as a dry run (count nothing),
-                 "2" reserve, "3" reserve as a dry run (take nothing),
-                 "4" release
+       [3] mode, a sum of MODE_ flags:
+             MODE_DECIDE                   decide, and count the request if allowed
+             MODE_DRY_RUN                  decide, count nothing
+             MODE_RESERVE                  reserve (see above)
+             MODE_RESERVE + MODE_DRY_RUN   reserve, take nothing
+             MODE_RELEASE                  give back what the receipts took
        [4] N, the number of rules
        then 6 values per rule:
-         algorithm   1 SLIDING_WINDOW_COUNTER, 2 TOKEN_BUCKET, 3 FIXED_WINDOW,
-                     4 SLIDING_WINDOW_LOG, 5 LEAKY_BUCKET
+         algorithm   an ALGO_ code
          limit, window_ms, capacity (burst, or limit where there is none)
-         action      1 REJECT, 2 THROTTLE, 3 LOG_ONLY
+         action      an ACTION_ code
          field       the bucket's field in its page ("" for SLIDING_WINDOW_LOG)
        release only: then N receipts, one per rule, as reserve returned them
-Reply  decide (0, 1):
+Reply  decide (neither MODE_RESERVE nor MODE_RELEASE):
          { now_ms, allowed (1 or 0),
            then 5 integers per rule: conforming (1 or 0), remaining, reset_at_ms,
            retry_after_ms (-1 when conforming), delay_ms }
-       reserve (2, 3): each rule's verdict, for the store to combine with the
-       other slots', then what was taken:
+       reserve (MODE_RESERVE): each rule's verdict, for the store to combine
+       with the other slots', then what was taken:
          { now_ms, allowed in this slot (1 or 0),
            then 7 integers per rule: conforming, remaining and reset_at_ms if
            admitted, retry_after_ms (-1 when conforming), delay_ms if admitted,
            remaining and reset_at_ms as things stand,
            then N receipts: "" where nothing was taken, else what release needs }
-       release (4):
-         { now_ms, then 1 integer per rule: 2 the bucket is back exactly as it
-           was, 1 the units were subtracted (other requests counted on top of
-           them meanwhile), 0 nothing of them was left to give back }
+       release (MODE_RELEASE):
+         { now_ms, then 1 integer per rule: RELEASE_RESTORED the bucket is back
+           exactly as it was, RELEASE_SUBTRACTED the units were subtracted
+           (other requests counted on top of them meanwhile),
+           RELEASE_NOTHING_LEFT nothing of them was left to give back }
 
 Release is exact when nothing else wrote the bucket in between: the receipt
 holds the bucket's state before and after, and the state before is put back.
@@ -68,11 +82,34 @@ that can still matter, the other page is wiped and opened afresh. A field
 written to the new page is removed from the old one. So a bucket lives in
 exactly one page, dead buckets disappear with their page, and each page's TTL
 is its "_u": an idle page pair frees itself.
-]]
 
-local ALGO_SLIDING_WINDOW_COUNTER, ALGO_TOKEN_BUCKET, ALGO_FIXED_WINDOW, ALGO_SLIDING_WINDOW_LOG, ALGO_LEAKY_BUCKET = 1, 2, 3, 4, 5
-local ACTION_THROTTLE, ACTION_LOG_ONLY = 2, 3
-local ONE = 65536 -- the sliding window counter's fixed-point unit
+Twins. A function computing what src/domain/algorithms computes bears the
+snake_case name of its TypeScript twin; a helper private to a TypeScript
+module is prefixed with the module's name.
+  Lua                                        TypeScript                     src/domain/algorithms/
+  div_floor, div_ceil                        divFloor, divCeil              integer.ts
+  admitted, refused                          admitted, refused              types.ts
+  evaluate_fixed_window                      evaluateFixedWindow            fixed-window.ts
+  fixed_window_age                           age                            fixed-window.ts
+  fixed_window_usage                         usage (a closure)              fixed-window.ts
+  evaluate_sliding_window_counter            evaluateSlidingWindowCounter   sliding-window-counter.ts
+  sliding_window_counter_weight              weight                         sliding-window-counter.ts
+  sliding_window_counter_earliest_in_window  earliestInWindow               sliding-window-counter.ts
+  sliding_window_counter_age                 age                            sliding-window-counter.ts
+  sliding_window_counter_usage               usage (a closure), resetAt     sliding-window-counter.ts
+  evaluate_meter                             evaluateMeter (both buckets)   meter.ts
+  meter_settle                               settle                         meter.ts
+  meter_usage                                usage (a closure)              meter.ts
+  evaluate_sliding_window_log                evaluateSlidingWindowLog       sliding-window-log.ts
+  sliding_window_log_live                    live                           sliding-window-log.ts
+  sliding_window_log_usage                   usage (a closure)              sliding-window-log.ts
+  the main chunk's `allowed`                 combine                        index.ts
+Inlined here: beyondCapacity (refused with the rule's window), both
+rollForwards (in the evaluate functions), earliestRelease (the loop in
+evaluate_sliding_window_counter). With no twin, as they handle Redis's
+storage: int, parse_state, read_state, meter_state, horizon_ms, read_pages,
+write_page, append_log and the release's functions.
+]]
 
 -- Every quantity here is an integer below 2^53 (src/domain/algorithms/integer.ts),
 -- which '%d' prints exactly, at about half the cost of '%.0f'.
@@ -123,18 +160,18 @@ end
 -- the state to store if admitted. The window counters also say at which index
 -- of that state the request's units are counted (current or next), so that a
 -- release can find them again.
-local function verdict_admitted(next, delay, if_remaining, if_reset, remaining, reset, counted_at)
+local function admitted(next, delay, if_remaining, if_reset, remaining, reset, counted_at)
   return { conforming = true, delay = delay, retry = nil, if_remaining = if_remaining, if_reset = if_reset,
            remaining = remaining, reset = reset, next = next, counted_at = counted_at }
 end
 
-local function verdict_refused(retry, remaining, reset)
+local function refused(retry, remaining, reset)
   return { conforming = false, delay = 0, retry = retry, if_remaining = remaining, if_reset = reset,
            remaining = remaining, reset = reset }
 end
 
 -- A state aged to `window` (an index of the window length it was counted in).
-local function fw_age(stored, current, next, window)
+local function fixed_window_age(stored, current, next, window)
   if stored >= window then return stored, current, next end
   if stored == window - 1 then return window, next, 0 end
   return window, 0, 0
@@ -144,7 +181,7 @@ end
 -- `window_end` and `queued` in the next, and when it is empty again. This and
 -- the other usage functions take their inputs as arguments rather than
 -- closing over the algorithm's locals: a closure is an allocation per call.
-local function fw_usage(limit, window_ms, window_end, now, curr, queued)
+local function fixed_window_usage(limit, window_ms, window_end, now, curr, queued)
   local reset = now
   if queued > 0 then
     reset = window_end + window_ms
@@ -154,11 +191,11 @@ local function fw_usage(limit, window_ms, window_end, now, curr, queued)
   return math.max(0, limit - curr - queued), reset
 end
 
-local function fixed_window(state, now, p, cost)
+local function evaluate_fixed_window(state, now, p, cost)
   local limit, window_ms = p.limit, p.window_ms
   local window, current, next = math.floor(now / window_ms), 0, 0
   if state then
-    local aged, curr, queued = fw_age(state[1], state[2], state[3], math.floor(now / state[4]))
+    local aged, curr, queued = fixed_window_age(state[1], state[2], state[3], math.floor(now / state[4]))
     if state[4] ~= window_ms then
       current = curr + queued
     else
@@ -166,42 +203,42 @@ local function fixed_window(state, now, p, cost)
     end
   end
   local window_end = (window + 1) * window_ms
-  local remaining, reset = fw_usage(limit, window_ms, window_end, now, current, next)
-  if cost > limit then return verdict_refused(window_ms, remaining, reset) end
+  local remaining, reset = fixed_window_usage(limit, window_ms, window_end, now, current, next)
+  if cost > limit then return refused(window_ms, remaining, reset) end
   if current + cost <= limit then
-    local if_remaining, if_reset = fw_usage(limit, window_ms, window_end, now, current + cost, next)
+    local if_remaining, if_reset = fixed_window_usage(limit, window_ms, window_end, now, current + cost, next)
     local stored = string.format('%d:%d:%d:%d', window, current + cost, next, window_ms)
-    return verdict_admitted(stored, 0, if_remaining, if_reset, remaining, reset, 2)
+    return admitted(stored, 0, if_remaining, if_reset, remaining, reset, 2)
   end
   local throttle = p.action == ACTION_THROTTLE
   if throttle and next + cost <= limit then
-    local if_remaining, if_reset = fw_usage(limit, window_ms, window_end, now, current, next + cost)
+    local if_remaining, if_reset = fixed_window_usage(limit, window_ms, window_end, now, current, next + cost)
     local stored = string.format('%d:%d:%d:%d', window, current, next + cost, window_ms)
-    return verdict_admitted(stored, window_end - now, if_remaining, if_reset, remaining, reset, 3)
+    return admitted(stored, window_end - now, if_remaining, if_reset, remaining, reset, 3)
   end
   local wait_windows = 1
   if throttle or next + cost <= limit then wait_windows = 0 end
-  return verdict_refused(window_end + wait_windows * window_ms - now, remaining, reset)
+  return refused(window_end + wait_windows * window_ms - now, remaining, reset)
 end
 
-local function swc_weight(elapsed, window_ms)
-  return div_ceil((window_ms - elapsed) * ONE, window_ms)
+local function sliding_window_counter_weight(elapsed, window_ms)
+  return div_ceil((window_ms - elapsed) * WEIGHT_ONE, window_ms)
 end
 
 -- The earliest elapsed time >= from, within one window, at which
 -- prev * weight + (curr + cost) fits the limit; nil when none does.
--- `from_weight` is swc_weight(from, window_ms), which the caller has.
-local function swc_earliest_in_window(prev, curr, from, from_weight, window_ms, limit, cost)
-  local room = (limit - cost - curr) * ONE
+-- `from_weight` is the weight at `from`, which the caller has.
+local function sliding_window_counter_earliest_in_window(prev, curr, from, from_weight, window_ms, limit, cost)
+  local room = (limit - cost - curr) * WEIGHT_ONE
   if room < 0 then return nil end
   if prev * from_weight <= room then return from end
   local k = div_floor(room, prev)
-  local at = window_ms - div_floor(k * window_ms, ONE)
+  local at = window_ms - div_floor(k * window_ms, WEIGHT_ONE)
   if at < window_ms then return math.max(at, from) end
   return nil
 end
 
-local function swc_age(stored, previous, current, next, window)
+local function sliding_window_counter_age(stored, previous, current, next, window)
   if stored >= window then return stored, previous, current, next end
   if stored == window - 1 then return window, current, next, 0 end
   if stored == window - 2 then return window, next, 0, 0 end
@@ -210,7 +247,7 @@ end
 
 -- What a sliding window counter leaves, `carried` being what its previous
 -- window's `prev` units still count, and when it is empty again.
-local function swc_usage(limit, window, window_ms, now, carried, prev, curr, queued)
+local function sliding_window_counter_usage(limit, window, window_ms, now, carried, prev, curr, queued)
   local remaining = math.max(0, limit - curr - queued - carried)
   local reset = now
   if queued > 0 then
@@ -223,12 +260,12 @@ local function swc_usage(limit, window, window_ms, now, carried, prev, curr, que
   return remaining, reset
 end
 
-local function sliding_window_counter(state, now, p, cost)
+local function evaluate_sliding_window_counter(state, now, p, cost)
   local limit, window_ms = p.limit, p.window_ms
   local window = math.floor(now / window_ms)
   local previous, current, next = 0, 0, 0
   if state then
-    local aged, prev, curr, queued = swc_age(state[1], state[2], state[3], state[4], math.floor(now / state[5]))
+    local aged, prev, curr, queued = sliding_window_counter_age(state[1], state[2], state[3], state[4], math.floor(now / state[5]))
     if state[5] ~= window_ms then
       current = prev + curr + queued
     else
@@ -236,15 +273,15 @@ local function sliding_window_counter(state, now, p, cost)
     end
   end
   local elapsed = math.max(0, now - window * window_ms)
-  local weight = swc_weight(elapsed, window_ms)
+  local weight = sliding_window_counter_weight(elapsed, window_ms)
   -- A request never counts in the previous window: what it carries is the
   -- same before and after.
-  local carried = div_ceil(previous * weight, ONE)
-  local remaining, reset = swc_usage(limit, window, window_ms, now, carried, previous, current, next)
-  if cost > limit then return verdict_refused(window_ms, remaining, reset) end
+  local carried = div_ceil(previous * weight, WEIGHT_ONE)
+  local remaining, reset = sliding_window_counter_usage(limit, window, window_ms, now, carried, previous, current, next)
+  if cost > limit then return refused(window_ms, remaining, reset) end
 
   -- The earliest release: in this window, else the next, else the one after
-  -- (each seen from its start, where the previous window weighs ONE, with
+  -- (each seen from its start, where the previous window weighs WEIGHT_ONE, with
   -- the counts it will have then).
   local throttle = p.action == ACTION_THROTTLE
   local release, windows_ahead = (window + 3) * window_ms, 3
@@ -253,11 +290,11 @@ local function sliding_window_counter(state, now, p, cost)
   for ahead = first, 3 do
     local prev, curr, from, from_weight = previous, current, elapsed, weight
     if ahead == 2 then
-      prev, curr, from, from_weight = current, next, 0, ONE
+      prev, curr, from, from_weight = current, next, 0, WEIGHT_ONE
     elseif ahead == 3 then
-      prev, curr, from, from_weight = next, 0, 0, ONE
+      prev, curr, from, from_weight = next, 0, 0, WEIGHT_ONE
     end
-    local at = swc_earliest_in_window(prev, curr, from, from_weight, window_ms, limit, cost)
+    local at = sliding_window_counter_earliest_in_window(prev, curr, from, from_weight, window_ms, limit, cost)
     if at then
       release, windows_ahead = (window + ahead - 1) * window_ms + at, ahead - 1
       break
@@ -266,15 +303,15 @@ local function sliding_window_counter(state, now, p, cost)
   local wait = release - now
   local curr, queued, counted_at = current, next, 3
   if not throttle then
-    if wait > 0 then return verdict_refused(wait, remaining, reset) end
+    if wait > 0 then return refused(wait, remaining, reset) end
     curr = current + cost
   else
-    if wait > window_ms then return verdict_refused(wait - window_ms, remaining, reset) end
+    if wait > window_ms then return refused(wait - window_ms, remaining, reset) end
     if windows_ahead == 0 then curr = current + cost else queued, counted_at = next + cost, 4 end
   end
-  local if_remaining, if_reset = swc_usage(limit, window, window_ms, now, carried, previous, curr, queued)
+  local if_remaining, if_reset = sliding_window_counter_usage(limit, window, window_ms, now, carried, previous, curr, queued)
   local stored = string.format('%d:%d:%d:%d:%d', window, previous, curr, queued, window_ms)
-  return verdict_admitted(stored, wait, if_remaining, if_reset, remaining, reset, counted_at)
+  return admitted(stored, wait, if_remaining, if_reset, remaining, reset, counted_at)
 end
 
 -- TOKEN_BUCKET and LEAKY_BUCKET: a debt, in 1/window_ms token units, draining
@@ -282,7 +319,7 @@ end
 -- taken under (see src/domain/algorithms/meter.ts).
 
 -- The debt at `now`, and the time the stored state counts from.
-local function settle_debt(state, now, p)
+local function meter_settle(state, now, p)
   local debt, since = 0, now
   if state and #state >= 4 then
     since = math.max(now, state[2])
@@ -307,28 +344,28 @@ local function meter_usage(full, limit, window_ms, now, owed)
   return div_floor(math.max(0, full - owed), window_ms), now + div_ceil(owed, limit)
 end
 
-local function meter(state, now, p, cost, leaky)
+local function evaluate_meter(state, now, p, cost, leaky)
   local limit, window_ms, capacity = p.limit, p.window_ms, p.capacity
-  local debt, since = settle_debt(state, now, p)
+  local debt, since = meter_settle(state, now, p)
   local full = capacity * window_ms
   local remaining, reset = meter_usage(full, limit, window_ms, now, debt)
-  if cost > capacity then return verdict_refused(window_ms, remaining, reset) end
+  if cost > capacity then return refused(window_ms, remaining, reset) end
   local throttle = p.action == ACTION_THROTTLE
   local line = 0
   if throttle and not leaky then line = limit * window_ms end
   local owed = debt + cost * window_ms
-  if owed > full + line then return verdict_refused(div_ceil(owed - full - line, limit), remaining, reset) end
+  if owed > full + line then return refused(div_ceil(owed - full - line, limit), remaining, reset) end
   local delay = 0
   if throttle then
     if leaky then delay = div_ceil(debt, limit) else delay = div_ceil(math.max(0, owed - full), limit) end
   end
   local if_remaining, if_reset = meter_usage(full, limit, window_ms, now, owed)
-  return verdict_admitted(meter_state(owed, since, p), delay, if_remaining, if_reset, remaining, reset)
+  return admitted(meter_state(owed, since, p), delay, if_remaining, if_reset, remaining, reset)
 end
 
 -- The index of the log's first entry released after `cutoff` (the list is
 -- sorted): one LINDEX in the usual case, a binary search over a dead prefix.
-local function first_live(key, cutoff, length)
+local function sliding_window_log_live(key, cutoff, length)
   if length == 0 or tonumber(redis.call('LINDEX', key, 0)) > cutoff then return 0 end
   local lo, hi = 1, length
   while lo < hi do
@@ -340,23 +377,23 @@ end
 
 -- What a log leaves holding `n` entries, the newest released at `newest`,
 -- and when it is empty again.
-local function log_usage(limit, window_ms, now, n, newest)
+local function sliding_window_log_usage(limit, window_ms, now, n, newest)
   if n > 0 then return math.max(0, limit - n), newest + window_ms end
   return limit, now
 end
 
 -- SLIDING_WINDOW_LOG reads its list directly and changes nothing; entries
 -- that have left the window are dropped by the call that appends.
-local function sliding_window_log(key, now, p, cost)
+local function evaluate_sliding_window_log(key, now, p, cost)
   local limit, window_ms = p.limit, p.window_ms
   local length = redis.call('LLEN', key)
-  local first = first_live(key, now - window_ms, length)
+  local first = sliding_window_log_live(key, now - window_ms, length)
   local count = length - first
   p.dead = first
   local last = nil
   if count > 0 then last = tonumber(redis.call('LINDEX', key, -1)) end
-  local remaining, reset = log_usage(limit, window_ms, now, count, last)
-  if cost > limit then return verdict_refused(window_ms, remaining, reset) end
+  local remaining, reset = sliding_window_log_usage(limit, window_ms, now, count, last)
+  if cost > limit then return refused(window_ms, remaining, reset) end
   local throttle = p.action == ACTION_THROTTLE
   local must_leave = count + cost - limit
   local not_before = now
@@ -368,13 +405,13 @@ local function sliding_window_log(key, now, p, cost)
   local wait = release - now
   local allowed_wait = 0
   if throttle then allowed_wait = window_ms end
-  if wait > allowed_wait then return verdict_refused(wait - allowed_wait, remaining, reset) end
+  if wait > allowed_wait then return refused(wait - allowed_wait, remaining, reset) end
   -- Units queued by an earlier THROTTLE may lie ahead of now: never record a
   -- unit before them, so the log stays sorted.
   local stamp = release
   if last then stamp = math.max(release, last) end
-  local if_remaining, if_reset = log_usage(limit, window_ms, now, count + cost, stamp)
-  return verdict_admitted(stamp, wait, if_remaining, if_reset, remaining, reset)
+  local if_remaining, if_reset = sliding_window_log_usage(limit, window_ms, now, count + cost, stamp)
+  return admitted(stamp, wait, if_remaining, if_reset, remaining, reset)
 end
 
 local function append_log(key, dead, release, cost, now, window_ms)
@@ -461,7 +498,7 @@ end
 -- its units minus what has drained since beyond the debt ahead of it.
 local function give_back_debt(state, taken, cost, now, p)
   if not state or #state < 4 or state[3] ~= p.window_ms or taken[3] ~= p.window_ms then return nil end
-  local debt, since = settle_debt(state, now, p)
+  local debt, since = meter_settle(state, now, p)
   local units = cost * p.window_ms
   local ahead = taken[1] - units
   local drained = math.max(0, now - taken[2]) * p.limit
@@ -504,24 +541,22 @@ local function restore_dead(key, runs, window_ms)
   if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, window_ms) end
 end
 
-local RESTORED, SUBTRACTED, NOTHING_LEFT = 2, 1, 0
-
 local function release(p, receipt, now, cost)
-  if receipt == '' then return NOTHING_LEFT end
+  if receipt == '' then return RELEASE_NOTHING_LEFT end
   if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
     local stamp, runs = string.match(receipt, '^([^/]*)/(.*)$')
     local removed = redis.call('LREM', p.key, -cost, stamp)
     if runs ~= '' then restore_dead(p.key, runs, p.window_ms) end
-    if removed > 0 then return RESTORED end
-    return NOTHING_LEFT
+    if removed > 0 then return RELEASE_RESTORED end
+    return RELEASE_NOTHING_LEFT
   end
   local written, previous, counted_at = string.match(receipt, '^([^/]*)/([^/]*)/(%d*)$')
   local page, value = read_pages(p.keys, p.field)
-  if not value then return NOTHING_LEFT end
+  if not value then return RELEASE_NOTHING_LEFT end
   local key = page.keys[page.found]
   if value == written then
     if previous == '' then redis.call('HDEL', key, p.field) else redis.call('HSET', key, p.field, previous) end
-    return RESTORED
+    return RELEASE_RESTORED
   end
   local given
   if p.algorithm == ALGO_SLIDING_WINDOW_COUNTER or p.algorithm == ALGO_FIXED_WINDOW then
@@ -529,12 +564,10 @@ local function release(p, receipt, now, cost)
   else
     given = give_back_debt(parse_state(value), parse_state(written), cost, now, p)
   end
-  if not given then return NOTHING_LEFT end
+  if not given then return RELEASE_NOTHING_LEFT end
   redis.call('HSET', key, p.field, given)
-  return SUBTRACTED
+  return RELEASE_SUBTRACTED
 end
-
-local MODE_DECIDE, MODE_RESERVE, MODE_PROBE, MODE_RELEASE = '0', '2', '3', '4'
 
 local now
 if ARGV[1] ~= '' then
@@ -544,7 +577,7 @@ else
   now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 local cost = tonumber(ARGV[2])
-local mode = ARGV[3]
+local mode = tonumber(ARGV[3])
 local count = tonumber(ARGV[4])
 
 local params = {}
@@ -569,7 +602,7 @@ for i = 1, count do
   params[i] = p
 end
 
-if mode == MODE_RELEASE then
+if bit.band(mode, MODE_RELEASE) ~= 0 then
   local reply = { now }
   for i = 1, count do reply[i + 1] = release(params[i], ARGV[4 + count * 6 + i], now, cost) end
   return reply
@@ -581,24 +614,24 @@ for i = 1, count do
   local p = params[i]
   local v
   if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
-    v = sliding_window_log(p.key, now, p, cost)
+    v = evaluate_sliding_window_log(p.key, now, p, cost)
   else
     local page, value = read_pages(p.keys, p.field)
     p.page, p.previous = page, value
     if p.algorithm == ALGO_SLIDING_WINDOW_COUNTER then
-      v = sliding_window_counter(read_state(value, 5), now, p, cost)
+      v = evaluate_sliding_window_counter(read_state(value, 5), now, p, cost)
     elseif p.algorithm == ALGO_FIXED_WINDOW then
-      v = fixed_window(read_state(value, 4), now, p, cost)
+      v = evaluate_fixed_window(read_state(value, 4), now, p, cost)
     else
-      v = meter(read_state(value, 4), now, p, cost, p.algorithm == ALGO_LEAKY_BUCKET)
+      v = evaluate_meter(read_state(value, 4), now, p, cost, p.algorithm == ALGO_LEAKY_BUCKET)
     end
   end
   if not v.conforming and p.action ~= ACTION_LOG_ONLY then allowed = false end
   verdicts[i] = v
 end
 
-local writes = mode == MODE_DECIDE or mode == MODE_RESERVE
-local reserving = mode == MODE_RESERVE or mode == MODE_PROBE
+local writes = bit.band(mode, MODE_DRY_RUN) == 0
+local reserving = bit.band(mode, MODE_RESERVE) ~= 0
 local reply = { now, 0 }
 if allowed then reply[2] = 1 end
 for i = 1, count do

@@ -20,7 +20,8 @@ import type { LimitParams } from "../src/domain/algorithms/index.js";
 import { createRedisClient } from "../src/store/redis/client.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../src/store/redis/redis-counter-store.js";
-import { decideArgs, MODES, readScript, registerScripts, type ScriptArgs, type ScriptedRedis } from "../src/store/redis/scripts.js";
+import { MODE } from "../src/store/redis/script-codes.js";
+import { decideArgs, decideScript, registerScripts, type ScriptArgs, type ScriptedRedis } from "../src/store/redis/scripts.js";
 import { startRedisCluster, type LocalRedisCluster } from "../test/harness/local-redis.js";
 import { startOwnRedis, type OwnRedis } from "../test/harness/redis-server.js";
 import { numberOption } from "../test/harness/number-option.js";
@@ -147,7 +148,7 @@ async function main(): Promise<void> {
 
 /** A 3-rule check's three reserves on 3 masters, sent three ways. */
 async function compareSending(cluster: LocalRedisCluster): Promise<void> {
-  const lua = readScript("decide");
+  const lua = decideScript();
   const sha = createHash("sha1").update(lua).digest("hex");
   const plain = new Cluster(cluster.nodes, { lazyConnect: true });
   const direct = registerScripts(plain);
@@ -158,7 +159,7 @@ async function compareSending(cluster: LocalRedisCluster): Promise<void> {
   const layout = new KeyLayout("fgsend:", 16384);
   const reserves = (n: number): ScriptArgs[] => {
     const call = WORKLOADS["3 rules"]!(n);
-    return call.buckets.map((_, i) => decideArgs(layout, call, [i], MODES.reserve, null));
+    return call.buckets.map((_, i) => decideArgs(layout, call, [i], MODE.RESERVE, null));
   };
   const nodeOf = (args: ScriptArgs) => plain.slots[calculateSlot(String(args[1]))]!.join(",");
   const ways: Record<string, (n: number) => Promise<unknown>> = {

@@ -35,15 +35,17 @@ import type { CheckRequest } from "../src/domain/request.js";
 import { compileRule } from "../src/engine/decision/compiled-rule.js";
 import { RuleIndex } from "../src/engine/decision/rule-index.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
-import { readScript } from "../src/store/redis/scripts.js";
+import type * as ScriptCodes from "../src/store/redis/script-codes.js";
+import { decideScript } from "../src/store/redis/scripts.js";
 import { startOwnRedis } from "../test/harness/redis-server.js";
 import { baselineCommands } from "./bench/baseline-commands.js";
 import { decideCommand, redisBenchmark } from "./bench/ceiling.js";
 import { caller, ruleSet, TENANT } from "./bench/workload.js";
 import { numberOption } from "../test/harness/number-option.js";
+import { importOldVersion, oldRef } from "../test/harness/old-version.js";
 
 const run = promisify(execFile);
-const OLD_REF = process.argv.includes("--old") ? process.argv[process.argv.indexOf("--old") + 1]! : "main";
+const OLD_REF = oldRef();
 const ROUNDS = numberOption("rounds", 5);
 const LAYOUT = new KeyLayout("fgluabench:", 16_384);
 const REQUESTS = numberOption("requests", 200_000);
@@ -85,6 +87,27 @@ async function measure(redis: Redis, port: number, command: string[]): Promise<M
   if (!stats) throw new Error("no evalsha in INFO commandstats");
   if (Number(stats[1]) !== REQUESTS) throw new Error(`evalsha ran ${stats[1]} times, expected ${REQUESTS}`);
   return { perSecond, usecPerCall: Number(stats[2]) };
+}
+
+/**
+ * decide.lua at `ref` as Redis ran it: behind the prelude of that version's
+ * codes where it had them (script-codes.ts), else as it was, its constants its
+ * own. Both versions get the arguments the working tree builds: the codes must
+ * not have changed in between.
+ */
+async function oldDecideScript(ref: string): Promise<string> {
+  const script = (await run("git", ["show", `${ref}:lua/decide.lua`])).stdout;
+  const hasCodes = await run("git", ["cat-file", "-e", `${ref}:src/store/redis/script-codes.ts`]).then(
+    () => true,
+    () => false,
+  );
+  if (!hasCodes) return script;
+  const codes = await importOldVersion<typeof ScriptCodes>(ref, "src/store/redis/script-codes.ts");
+  try {
+    return codes.module.luaPrelude() + script;
+  } finally {
+    await codes.remove();
+  }
 }
 
 function median(values: number[]): number {
@@ -133,8 +156,8 @@ async function againstBaseline(redis: Redis, port: number, decideSha: string): P
 }
 
 async function main(): Promise<void> {
-  const oldScript = (await run("git", ["show", `${OLD_REF}:lua/decide.lua`])).stdout;
-  const newScript = readScript("decide");
+  const oldScript = await oldDecideScript(OLD_REF);
+  const newScript = decideScript();
   const server = await startOwnRedis();
   const redis = new Redis(server.url);
   try {

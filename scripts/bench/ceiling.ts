@@ -12,7 +12,8 @@ import { promisify } from "node:util";
 import type { Redis } from "ioredis";
 import type { BucketRef } from "../../src/domain/ports.js";
 import type { KeyLayout } from "../../src/store/redis/key-layout.js";
-import { decideArgs, MODES, readScript } from "../../src/store/redis/scripts.js";
+import { MODE } from "../../src/store/redis/script-codes.js";
+import { decideArgs, decideScript } from "../../src/store/redis/scripts.js";
 
 const run = promisify(execFile);
 
@@ -26,7 +27,7 @@ export async function redisCeiling(options: {
 }): Promise<number> {
   const { hostname, port } = new URL(options.redisUrl);
   return retryOnNoScript(async () => {
-    const sha = (await options.redis.script("LOAD", readScript("decide"))) as string;
+    const sha = (await options.redis.script("LOAD", decideScript())) as string;
     return redisBenchmark({ host: hostname, port: Number(port || 6379), requests: options.requests, command: decideCommand(options.layout, options.buckets, sha) });
   });
 }
@@ -35,7 +36,7 @@ export async function redisCeiling(options: {
 export function decideCommand(layout: KeyLayout, buckets: readonly BucketRef[], sha: string): string[] {
   const [first, ...rest] = buckets;
   const spread = [{ ...first!, key: spreadOverUsers(first!.key) }, ...rest];
-  const keysAndArgs = decideArgs(layout, { buckets: spread, cost: 1, dryRun: false }, spread.map((_, i) => i), MODES.decide, null);
+  const keysAndArgs = decideArgs(layout, { buckets: spread, cost: 1, dryRun: false }, spread.map((_, i) => i), MODE.DECIDE, null);
   return ["EVALSHA", sha, ...keysAndArgs.map(String)];
 }
 

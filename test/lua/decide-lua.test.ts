@@ -10,7 +10,8 @@ import type { BucketRef, CounterCall } from "../../src/domain/ports.js";
 import { ALGORITHMS } from "../../src/domain/rule.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
-import { decideArgs, MODES, registerScripts, type Mode, type ScriptArgs, type ScriptedRedis } from "../../src/store/redis/scripts.js";
+import { MODE, type Mode } from "../../src/store/redis/script-codes.js";
+import { decideArgs, registerScripts, type ScriptArgs, type ScriptedRedis } from "../../src/store/redis/scripts.js";
 import { ManualClock } from "../support/clock.js";
 import { deleteByPrefix } from "../harness/delete-by-prefix.js";
 import { testRedis } from "../support/redis.js";
@@ -150,10 +151,10 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     const run = (call: CounterCall, mode: Mode, ...receipts: string[]) =>
       scripted.floodgateDecide(...([...decideArgs(layout, call, call.buckets.map((_, i) => i), mode, clock.now()), ...receipts] as ScriptArgs));
     const one = (bucket: BucketRef, cost = 1): CounterCall => ({ buckets: [bucket], cost, dryRun: false });
-    const receiptOf = async (call: CounterCall) => String((await run(call, MODES.reserve)).at(-1));
+    const receiptOf = async (call: CounterCall) => String((await run(call, MODE.RESERVE)).at(-1));
 
     it("reserve replies each rule's verdict as admitted and as it stands, then a receipt of what it took", async () => {
-      const reply = await run(one(fixedWindow), MODES.reserve);
+      const reply = await run(one(fixedWindow), MODE.RESERVE);
       const written = `${window}:1:0:60000`;
       // conforming, remaining and reset if admitted, retry, delay, remaining and reset as it stands; receipt: written/previous/counted at
       expect(reply).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, `${written}//2`]);
@@ -161,12 +162,12 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     });
 
     it("reserve as a dry run takes nothing and gives no receipt", async () => {
-      expect(await run(one(fixedWindow), MODES.probe)).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, ""]);
+      expect(await run(one(fixedWindow), MODE.RESERVE | MODE.DRY_RUN)).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, ""]);
       expect(await redis.keys(`${prefix}*`)).toEqual([]);
     });
 
     it("a refusing slot takes nothing, and its receipts are empty", async () => {
-      const reply = await run(one(fixedWindow, 3), MODES.reserve);
+      const reply = await run(one(fixedWindow, 3), MODE.RESERVE);
       expect(reply.slice(0, 3)).toEqual([T0, 0, 0]);
       expect(reply.at(-1)).toBe("");
       expect(await redis.keys(`${prefix}*`)).toEqual([]);
@@ -177,11 +178,11 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       const page = `${prefix}{r1:0}:a`;
       const before = await redis.hgetall(page);
       const receipt = await receiptOf(one(fixedWindow));
-      expect(await run(one(fixedWindow), MODES.release, receipt)).toEqual([T0, 2]);
+      expect(await run(one(fixedWindow), MODE.RELEASE, receipt)).toEqual([T0, 2]);
       expect(await redis.hgetall(page)).toEqual(before);
 
       const fresh: BucketRef = { ...fixedWindow, key: "user:fresh" };
-      expect(await run(one(fresh), MODES.release, await receiptOf(one(fresh)))).toEqual([T0, 2]);
+      expect(await run(one(fresh), MODE.RELEASE, await receiptOf(one(fresh)))).toEqual([T0, 2]);
       expect(await redis.hexists(page, "user:fresh")).toBe(0);
     });
 
@@ -203,7 +204,7 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       await check([x]);
       await check([y]);
       clock.set(T0 + at.releaseAt);
-      return { x, y, released: await run(one(x, 2), MODES.release, receipt) };
+      return { x, y, released: await run(one(x, 2), MODE.RELEASE, receipt) };
     }
 
     // After the release, x and y must decide alike at any time.
@@ -233,7 +234,7 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       const receipt = await receiptOf(one(log));
       expect(receipt).toBe(`${T0 + 10_000}/${T0}*2`);
       expect(await redis.lrange(key, 0, -1)).toEqual([String(T0 + 10_000)]);
-      expect(await run(one(log), MODES.release, receipt)).toEqual([T0 + 10_000, 2]);
+      expect(await run(one(log), MODE.RELEASE, receipt)).toEqual([T0 + 10_000, 2]);
       expect(await redis.lrange(key, 0, -1)).toEqual([String(T0), String(T0)]);
       const longer: BucketRef = { ...log, params: { ...log.params, windowMs: 60_000 } };
       expect((await check([longer], 1, true)).outcomes[0]!.remaining).toBe(0);
@@ -253,7 +254,7 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       const receipt = await receiptOf(one(fixedWindow));
       const changed: BucketRef = { ...fixedWindow, params: { ...fixedWindow.params, windowMs: 30_000 } };
       await check([changed]);
-      expect(await run(one(changed), MODES.release, receipt)).toEqual([T0, 0]);
+      expect(await run(one(changed), MODE.RELEASE, receipt)).toEqual([T0, 0]);
       expect((await check([changed], 1, true)).outcomes[0]!.remaining).toBe(0);
     });
   });

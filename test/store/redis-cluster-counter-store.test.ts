@@ -10,7 +10,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vites
 import type { BucketRef, CounterCall } from "../../src/domain/ports.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
-import { decideArgs, MODES, type ScriptArgs, type ScriptedRedis } from "../../src/store/redis/scripts.js";
+import { MODE } from "../../src/store/redis/script-codes.js";
+import { decideArgs, type ScriptArgs, type ScriptedRedis } from "../../src/store/redis/scripts.js";
 import { ManualClock } from "../support/clock.js";
 import { startRedisCluster, type LocalRedisCluster } from "../harness/local-redis.js";
 import { redisBinariesAvailable } from "../support/services.js";
@@ -90,7 +91,7 @@ describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
       for (let i = 2; slotOf(second) !== slotOf(first); i++) second = fixedWindow(`same-${i}`, 5);
       expect((await check([first, second])).allowed).toBe(true);
       expect((await check([first, second])).allowed).toBe(false);
-      expect(scripts.modes()).toEqual([MODES.decide, MODES.decide]);
+      expect(scripts.modes()).toEqual([MODE.DECIDE, MODE.DECIDE]);
       expect(await free(second)).toBe(4);
     });
 
@@ -100,7 +101,7 @@ describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
       const admitted = await check([tight, loose]);
       expect(admitted.allowed).toBe(true);
       expect(admitted.outcomes.map((o) => o.remaining)).toEqual([0, 9]);
-      expect(scripts.modes()).toEqual([MODES.reserve, MODES.reserve]);
+      expect(scripts.modes()).toEqual([MODE.RESERVE, MODE.RESERVE]);
 
       scripts.clear();
       const refused = await check([tight, loose]);
@@ -114,7 +115,7 @@ describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
         ],
       });
       // Only the slot that took units releases them.
-      expect(scripts.modes()).toEqual([MODES.reserve, MODES.reserve, MODES.release]);
+      expect(scripts.modes()).toEqual([MODE.RESERVE, MODE.RESERVE, MODE.RELEASE]);
       expect(scripts.keysOf(2)).toEqual(scripts.keysOf(1));
       expect(await scripts.replies[2]).toEqual([T0, 2]);
       expect(await free(loose)).toBe(9);
@@ -124,7 +125,7 @@ describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
       const tight = fixedWindow("tight", 1);
       const loose = await onAnotherMaster("loose-", 10, tight);
       expect((await check([tight, loose], 1, true)).outcomes.map((o) => o.remaining)).toEqual([0, 9]);
-      expect(scripts.modes()).toEqual([MODES.probe, MODES.probe]);
+      expect(scripts.modes()).toEqual([MODE.RESERVE | MODE.DRY_RUN, MODE.RESERVE | MODE.DRY_RUN]);
       expect(await free(tight)).toBe(1);
       expect(await free(loose)).toBe(10);
     });
@@ -135,7 +136,7 @@ describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
       const page = layout.keysOf(broken.ruleId, layout.field(broken.key)).pageA;
       await client.set(page, "not a hash");
       await expect(check([broken, healthy])).rejects.toThrow(/WRONGTYPE/);
-      expect(scripts.modes()).toEqual([MODES.reserve, MODES.reserve, MODES.release]);
+      expect(scripts.modes()).toEqual([MODE.RESERVE, MODE.RESERVE, MODE.RELEASE]);
       expect(await free(healthy)).toBe(5);
       await client.del(page);
     });
@@ -159,7 +160,7 @@ describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
         expect(results[1]).toMatchObject({ allowed: true, outcomes: [{ remaining: 6 }] });
         expect(failedShards).toEqual(new Set([`${slow.host}:${slow.port}`]));
         // The paused master runs the reserve once the pause ends; its answer brings its release.
-        for (let waited = 0; scripts.modes().filter((m) => m === MODES.release).length < 2; waited += 20) {
+        for (let waited = 0; scripts.modes().filter((m) => m === MODE.RELEASE).length < 2; waited += 20) {
           if (waited > 10_000) throw new Error(`no release of the late reserve: ${scripts.modes().join(",")}`);
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
@@ -189,7 +190,7 @@ describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
       const tight = fixedWindow("tight", 1);
       const loose = await onAnotherMaster("loose-", 10, tight);
       const abandoned: CounterCall = { buckets: [tight, loose], cost: 4, dryRun: false };
-      const reserve = decideArgs(layout, abandoned, [1], MODES.reserve, clock.now());
+      const reserve = decideArgs(layout, abandoned, [1], MODE.RESERVE, clock.now());
       expect((await (client as ScriptedRedis).floodgateDecide(...reserve)).at(-1)).not.toBe("");
 
       const admitted: boolean[] = [];
@@ -207,10 +208,10 @@ function spyOnScripts(client: ScriptedRedis) {
   const calls: ScriptArgs[] = [];
   const replies: Promise<unknown>[] = [];
   let releaseError: Error | null = null;
-  const modeOf = (args: ScriptArgs) => String(args[args[0] + 3]);
+  const modeOf = (args: ScriptArgs) => Number(args[args[0] + 3]);
   vi.spyOn(client, "floodgateDecide").mockImplementation((...args: ScriptArgs) => {
     calls.push(args);
-    const reply = releaseError && modeOf(args) === MODES.release ? Promise.reject(releaseError) : original(...args);
+    const reply = releaseError && modeOf(args) === MODE.RELEASE ? Promise.reject(releaseError) : original(...args);
     replies.push(reply.catch((error: unknown) => error));
     return reply;
   });

@@ -20,14 +20,15 @@
 import { divCeil, divFloor } from "./integer.js";
 import { admitted, beyondCapacity, refused, type CounterState, type Evaluate, type Usage } from "./types.js";
 
-const ONE = 65536;
+/** A weight of one: weights count in 1/65536ths. decide.lua receives it in its prelude. */
+export const WEIGHT_ONE = 65536;
 
 export const evaluateSlidingWindowCounter: Evaluate = (state, now, params, cost) => {
   const { limit, windowMs } = params;
   const [window, previous, current, next] = rollForward(state, now, windowMs);
   const elapsed = Math.max(0, now - window * windowMs);
   const usage = (prev: number, curr: number, queued: number): Usage => ({
-    remaining: Math.max(0, limit - curr - queued - divCeil(prev * weight(elapsed, windowMs), ONE)),
+    remaining: Math.max(0, limit - curr - queued - divCeil(prev * weight(elapsed, windowMs), WEIGHT_ONE)),
     resetAtMs: resetAt(window, windowMs, now, prev, curr, queued),
   });
   const currentUsage = usage(previous, current, next);
@@ -46,7 +47,7 @@ export const evaluateSlidingWindowCounter: Evaluate = (state, now, params, cost)
 };
 
 function weight(elapsed: number, windowMs: number): number {
-  return divCeil((windowMs - elapsed) * ONE, windowMs);
+  return divCeil((windowMs - elapsed) * WEIGHT_ONE, windowMs);
 }
 
 /**
@@ -79,12 +80,12 @@ function earliestRelease(
 
 /** The earliest elapsed time >= from, within one window, at which prev * weight + (curr + cost) fits the limit. */
 function earliestInWindow(prev: number, curr: number, from: number, windowMs: number, limit: number, cost: number): number | null {
-  const room = (limit - cost - curr) * ONE;
+  const room = (limit - cost - curr) * WEIGHT_ONE;
   if (room < 0) return null;
   if (prev * weight(from, windowMs) <= room) return from;
-  // weight(e) <= k  <=>  (W - e) * ONE <= k * W  <=>  e >= W - floor(k * W / ONE)
+  // weight(e) <= k  <=>  (W - e) * WEIGHT_ONE <= k * W  <=>  e >= W - floor(k * W / WEIGHT_ONE)
   const k = divFloor(room, prev);
-  const at = windowMs - divFloor(k * windowMs, ONE);
+  const at = windowMs - divFloor(k * windowMs, WEIGHT_ONE);
   return at < windowMs ? Math.max(at, from) : null;
 }
 

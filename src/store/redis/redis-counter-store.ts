@@ -32,7 +32,8 @@ import type { Cluster, Pipeline, Redis } from "ioredis";
 import { combine, type BucketOutcome, type Verdict } from "../../domain/algorithms/index.js";
 import type { CallFailure, Clock, CounterCall, CounterReply, ShardedCounterStore, Unsubscribe } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
-import { decideArgs, MODES, registerScripts, type Mode, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
+import { MODE, type Mode } from "./script-codes.js";
+import { decideArgs, registerScripts, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
 
 export interface RedisCounterStoreOptions {
   layout: KeyLayout;
@@ -122,11 +123,10 @@ export class RedisCounterStore implements ShardedCounterStore {
     const failedShards = new Set<string>();
     try {
       const plans = calls.map((call) => ({ call, parts: this.partsOf(call) }));
-      const first = plans.flatMap(({ call, parts }) =>
-        parts.length === 1
-          ? [this.command(call, parts[0]!, call.dryRun ? MODES.dryRun : MODES.decide)]
-          : parts.map((part) => this.command(call, part, call.dryRun ? MODES.probe : MODES.reserve)),
-      );
+      const first = plans.flatMap(({ call, parts }) => {
+        const mode = call.dryRun ? MODE.DRY_RUN : MODE.DECIDE;
+        return parts.length === 1 ? [this.command(call, parts[0]!, mode)] : parts.map((part) => this.command(call, part, mode | MODE.RESERVE));
+      });
       const settled = await this.send(first, deadline);
       settled.forEach((s, i) => {
         if ("error" in s) failedShards.add(first[i]!.shard);
@@ -207,7 +207,7 @@ export class RedisCounterStore implements ShardedCounterStore {
   private async release(reservations: readonly Reservation[], deadline: Deadline, failedShards: Set<string>): Promise<void> {
     if (reservations.length === 0) return;
     const commands = reservations.map(({ call, part, receipts }): Command => {
-      const { args, shard } = this.command(call, part, MODES.release);
+      const { args, shard } = this.command(call, part, MODE.RELEASE);
       return { args: [...args, ...receipts], shard };
     });
     const settled = await this.send(commands, deadline);

@@ -7,32 +7,23 @@
 import { readFileSync } from "node:fs";
 import type { Redis, Cluster } from "ioredis";
 import type { CounterCall } from "../../domain/ports.js";
-import type { Action, Algorithm } from "../../domain/rule.js";
 import type { KeyLayout } from "./key-layout.js";
+import { ACTION_CODES, ALGORITHM_CODES, luaPrelude, type Mode } from "./script-codes.js";
 
 /** lua/ sits at the package root: three levels above both src/store/redis and dist/store/redis. */
 const LUA_DIR = new URL("../../../lua/", import.meta.url);
 
-export function readScript(name: string): string {
+function readScript(name: string): string {
   return readFileSync(new URL(`${name}.lua`, LUA_DIR), "utf8");
+}
+
+/** decide.lua as Redis runs it: its constants (script-codes.ts) in front of it. */
+export function decideScript(): string {
+  return luaPrelude() + readScript("decide");
 }
 
 /** decide.lua's arguments: the number of keys, the keys, then ARGV. */
 export type ScriptArgs = [numberOfKeys: number, ...keysAndArgs: (string | number)[]];
-
-const ALGORITHM_CODES: Record<Algorithm, number> = {
-  SLIDING_WINDOW_COUNTER: 1,
-  TOKEN_BUCKET: 2,
-  FIXED_WINDOW: 3,
-  SLIDING_WINDOW_LOG: 4,
-  LEAKY_BUCKET: 5,
-};
-
-const ACTION_CODES: Record<Action, number> = { REJECT: 1, THROTTLE: 2, LOG_ONLY: 3 };
-
-/** decide.lua's ARGV[3]. */
-export const MODES = { decide: "0", dryRun: "1", reserve: "2", probe: "3", release: "4" } as const;
-export type Mode = (typeof MODES)[keyof typeof MODES];
 
 /**
  * decide.lua's arguments for some of a call's buckets (by their index in the
@@ -63,7 +54,7 @@ export interface FloodgateCommands {
 export type ScriptedRedis = (Redis | Cluster) & FloodgateCommands;
 
 export function registerScripts(client: Redis | Cluster): ScriptedRedis {
-  client.defineCommand("floodgateDecide", { lua: readScript("decide") });
+  client.defineCommand("floodgateDecide", { lua: decideScript() });
   client.defineCommand("floodgateReset", { lua: readScript("reset"), numberOfKeys: 3 });
   return client as ScriptedRedis;
 }
