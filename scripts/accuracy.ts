@@ -30,7 +30,7 @@ import { pino } from "pino";
 import { startApp } from "../src/app.js";
 import { loadSettings } from "../src/config/settings.js";
 import type { Algorithm } from "../src/domain/rule.js";
-import { createScratchDatabase } from "./support/scratch-database.js";
+import { createScratchDatabase } from "../test/harness/scratch-database.js";
 import { judgeFixedWindow, judgeTokenBucket, judgeTrailingWindow, sum, type Judged, type Observed, type Rule } from "./accuracy/truth.js";
 
 const short = process.argv.includes("--short");

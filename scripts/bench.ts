@@ -6,10 +6,14 @@
  * Postgres, Floodgate (dist/main.js, NODE_ENV=production) with 10 rules,
  * Floodgate with 10,000 rules, Floodgate with its over-limit cache off, and
  * the baseline (scripts/bench/baseline-server.ts, rate-limiter-flexible).
- * One load generator (autocannon, loopback) drives them one at a time, the
- * scenarios interleaved round after round so that drift in the machine's load
- * falls on all of them alike; each figure is the median over the rounds.
- * First redis-benchmark measures the ceiling: decide.lua alone, pipelined.
+ * One load generator (autocannon, loopback) drives them one at a time; the
+ * client rows are driven instead by one FloodgateClient in a process of its
+ * own (scripts/bench/client-driver.ts), its callers each awaiting
+ * `client.check` in a loop, against the same Floodgate. The scenarios are
+ * interleaved round after round so that drift in the machine's load falls on
+ * all of them alike; each figure is the median over the rounds, after one
+ * short warm-up run of every scenario. First redis-benchmark measures the
+ * ceiling: decide.lua alone, pipelined.
  *
  * Settings: REDIS_URL and DATABASE_URL (defaults: this machine's services),
  * BENCH_SECONDS (per run) and BENCH_ROUNDS. It prints the table, the ratios
@@ -26,22 +30,23 @@ import { KeyLayout } from "../src/store/redis/key-layout.js";
 import type { CheckRequest } from "../src/domain/request.js";
 import type { Rule } from "../src/domain/rule.js";
 import { redisCeiling } from "./bench/ceiling.js";
+import { startClientDriver, type ClientProcess, type ClientRunResult, type ClientWorkload } from "./bench/client-process.js";
 import { drive, type LoadResult } from "./bench/load.js";
 import { startServer, type ServerProcess } from "./bench/processes.js";
 import {
   ATTACK_TENANT,
   ATTACKER,
+  CALLERS,
   TENANT,
   baselineBody,
-  caller,
   floodgateBatchBody,
   floodgateBody,
   ruleSet,
   type Caller,
 } from "./bench/workload.js";
-import { deleteByPrefix } from "./support/delete-by-prefix.js";
-import { freePort } from "./support/free-port.js";
-import { createScratchDatabase } from "./support/scratch-database.js";
+import { deleteByPrefix } from "../test/harness/delete-by-prefix.js";
+import { freePort } from "../test/harness/free-port.js";
+import { createScratchDatabase } from "../test/harness/scratch-database.js";
 
 const smoke = process.argv.includes("--smoke");
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -55,6 +60,7 @@ const FEW_RULES = 10;
 const BATCH = 100;
 const CONNECTIONS = [1, 8, 32];
 const BATCH_CONNECTIONS = 4;
+const CLIENT_CALLERS = 32;
 const CEILING_REQUESTS = smoke ? 10_000 : 200_000;
 const KEY_PREFIX = `fgbench:${process.pid}:`;
 const BASELINE_PREFIX = `rlfbench:${process.pid}:`;
@@ -62,9 +68,10 @@ const BASELINE_PREFIX = `rlfbench:${process.pid}:`;
 interface Scenario {
   name: string;
   server: ServerProcess;
+  /** autocannon's connections, or the client's concurrent callers. */
   connections: number;
-  bodies: string[];
   decisionsPerRequest: number;
+  drive(seconds: number): Promise<LoadResult>;
 }
 
 interface Servers {
@@ -104,25 +111,33 @@ async function main(): Promise<void> {
     const servers: Servers = { floodgate, floodgateMany, floodgateNoCache, baseline };
     cleanups.push(() => Promise.all(Object.values(servers).map((s) => s.stop())));
 
-    const callers = Array.from({ length: 20_000 }, (_, i) => caller(i));
-    const floodgateBodies = callers.map((c) => floodgateBody(TENANT, c));
-    const batches = Array.from({ length: 200 }, (_, i) => floodgateBatchBody(callers.slice(i * BATCH, (i + 1) * BATCH)));
+    const floodgateBodies = CALLERS.map((c) => floodgateBody(TENANT, c));
+    const batches = Array.from({ length: 200 }, (_, i) => floodgateBatchBody(CALLERS.slice(i * BATCH, (i + 1) * BATCH)));
     const attack = [floodgateBody(ATTACK_TENANT, ATTACKER)];
     await expectDecision(floodgate, floodgateBodies[0]!, true);
     await expectDecision(floodgateMany, floodgateBodies[0]!, true);
-    await expectDecision(baseline, baselineBody(callers[0]!), true);
+    await expectDecision(baseline, baselineBody(CALLERS[0]!), true);
     for (let i = 0; i < 11; i++) await post(floodgate, attack[0]!);
     await expectDecision(floodgate, attack[0]!, false);
+    const client = await startClientDriver({ url: floodgate.url, token: TOKEN });
+    cleanups.push(() => client.stop());
+    const clientRuns = new Map<ClientWorkload, ClientRunResult[]>([
+      ["normal", []],
+      ["attack", []],
+    ]);
+    const viaClient = (name: string, workload: ClientWorkload) => clientScenario(name, floodgate, client, workload, clientRuns.get(workload)!);
 
     const scenarios: Scenario[] = [
       ...CONNECTIONS.flatMap((connections) => [
-        single("single check", floodgate, connections, floodgateBodies),
-        single("single check", baseline, connections, callers.map(baselineBody)),
+        http("single check", floodgate, connections, floodgateBodies),
+        http("single check", baseline, connections, CALLERS.map(baselineBody)),
       ]),
-      single("single check", floodgateMany, 32, floodgateBodies),
-      { name: `checkLimitsBatch of ${BATCH}`, server: floodgate, connections: BATCH_CONNECTIONS, bodies: batches, decisionsPerRequest: BATCH },
-      single("attack on one key over its limit", floodgate, 32, attack),
-      single("attack on one key over its limit", floodgateNoCache, 32, attack),
+      http("single check", floodgateMany, 32, floodgateBodies),
+      http(`checkLimitsBatch of ${BATCH}`, floodgate, BATCH_CONNECTIONS, batches, BATCH),
+      http("attack on one key over its limit", floodgate, 32, attack),
+      http("attack on one key over its limit", floodgateNoCache, 32, attack),
+      viaClient(`client, ${CLIENT_CALLERS} concurrent callers`, "normal"),
+      viaClient("client, attack on one key", "attack"),
     ];
 
     console.log(header());
@@ -131,13 +146,13 @@ async function main(): Promise<void> {
       redisUrl: REDIS_URL,
       layout: new KeyLayout(KEY_PREFIX, 16_384),
       buckets: new RuleIndex(fewRules.map(compileRule))
-        .match(requestOf(callers[0]!))
-        .map((c) => ({ ruleId: c.rule.id, key: c.keyOf(requestOf(callers[0]!))!, params: c.params })),
+        .match(requestOf(CALLERS[0]!))
+        .map((c) => ({ ruleId: c.rule.id, key: c.keyOf(requestOf(CALLERS[0]!))!, params: c.params })),
       requests: CEILING_REQUESTS,
     });
-    for (const server of Object.values(servers)) {
-      await drive({ url: server.url, connections: 8, seconds: Math.min(SECONDS, 2), bodies: bodiesFor(server, scenarios), headers: AUTHORIZATION });
-    }
+    for (const scenario of scenarios) await scenario.drive(Math.min(SECONDS, 2));
+    // The client's batching figures are the measured rounds', not the warm-up's.
+    for (const runs of clientRuns.values()) runs.length = 0;
     const rounds = new Map<Scenario, Measured[]>(scenarios.map((s) => [s, []]));
     for (let round = 1; round <= ROUNDS; round++) {
       for (const scenario of scenarios) rounds.get(scenario)!.push(await measure(scenario));
@@ -146,6 +161,7 @@ async function main(): Promise<void> {
     const results = new Map([...rounds].map(([scenario, runs]) => [scenario, median(runs)]));
 
     console.log(table(results));
+    console.log(clientNote(clientRuns));
     console.log(`\nceiling: redis-benchmark, decide.lua (EVALSHA) with the three rules of a bench check, -c 32 -P 16: ${fmt(ceiling, 0)} decisions/s`);
     console.log(goals(results, servers, ceiling));
   } finally {
@@ -153,23 +169,35 @@ async function main(): Promise<void> {
   }
 }
 
-function single(name: string, server: ServerProcess, connections: number, bodies: string[]): Scenario {
-  return { name, server, connections, bodies, decisionsPerRequest: 1 };
+/** autocannon sending `bodies` round-robin, each request carrying `decisionsPerRequest` checks. */
+function http(name: string, server: ServerProcess, connections: number, bodies: string[], decisionsPerRequest = 1): Scenario {
+  return {
+    name,
+    server,
+    connections,
+    decisionsPerRequest,
+    drive: (seconds) => drive({ url: server.url, connections, seconds, bodies, headers: AUTHORIZATION }),
+  };
 }
 
-function bodiesFor(server: ServerProcess, scenarios: readonly Scenario[]): string[] {
-  return scenarios.find((s) => s.server === server && s.decisionsPerRequest === 1)!.bodies;
+/** The client process's callers, each awaiting `client.check` in a loop; each run's batching figures go to `runs`. */
+function clientScenario(name: string, server: ServerProcess, client: ClientProcess, workload: ClientWorkload, runs: ClientRunResult[]): Scenario {
+  return {
+    name,
+    server,
+    connections: CLIENT_CALLERS,
+    decisionsPerRequest: 1,
+    drive: async (seconds) => {
+      const run = await client.run({ workload, callers: CLIENT_CALLERS, seconds });
+      runs.push(run);
+      return run.load;
+    },
+  };
 }
 
 async function measure(scenario: Scenario): Promise<Measured> {
   const cpuBefore = scenario.server.cpuMs();
-  const load: LoadResult = await drive({
-    url: scenario.server.url,
-    connections: scenario.connections,
-    seconds: SECONDS,
-    bodies: scenario.bodies,
-    headers: AUTHORIZATION,
-  });
+  const load = await scenario.drive(SECONDS);
   const cpuMs = scenario.server.cpuMs() - cpuBefore;
   const decisions = load.requests * scenario.decisionsPerRequest;
   return {
@@ -265,7 +293,7 @@ function header(): string {
   return [
     `bench: ${smoke ? "SMOKE (figures meaningless)" : "full"} run, ${ROUNDS} round(s) of ${SECONDS} s per scenario, median shown`,
     `machine: ${cpus().length} cores (${cpu}), load average ${loadavg().map((l) => l.toFixed(2)).join(" ")} at start, node ${process.version}`,
-    `load generator: autocannon on loopback, in this process; the servers, Redis and it share the machine`,
+    `load generators: autocannon on loopback, in this process; for the client rows, one FloodgateClient process; the servers, Redis and they share the machine`,
   ].join("\n");
 }
 
@@ -287,6 +315,20 @@ function table(results: Map<Scenario, Measured>): string {
   return ["", line(COLUMNS), `|${widths.map((w, i) => (i < 2 ? "-".repeat(w + 2) : `${"-".repeat(w + 1)}:`)).join("|")}|`, ...rows.map(line)].join("\n");
 }
 
+/** How the client decided in the measured rounds: its batches' size, and how much of the attack its refusal cache answered. */
+function clientNote(runs: Map<ClientWorkload, ClientRunResult[]>): string {
+  const normal = runs.get("normal")!;
+  const attack = runs.get("attack")!;
+  const batches = normal.reduce((sum, r) => sum + r.batches, 0);
+  const batched = normal.reduce((sum, r) => sum + r.batches * r.meanBatchSize, 0);
+  const checks = attack.reduce((sum, r) => sum + r.load.requests + r.load.failures, 0);
+  const cached = attack.reduce((sum, r) => sum + r.refusalCacheAnswers, 0);
+  return [
+    `\nclient, ${CLIENT_CALLERS} concurrent callers: ${fmt(batches, 0)} requests to Floodgate, ${fmt(batches === 0 ? NaN : batched / batches, 1)} checks each on average`,
+    `client, attack on one key: ${fmt(checks === 0 ? NaN : (100 * cached) / checks, 2)}% of ${fmt(checks, 0)} checks answered by its refusal cache`,
+  ].join("\n");
+}
+
 function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: number): string {
   const { floodgate, floodgateMany, floodgateNoCache, baseline } = servers;
   const find = (name: string, server: ServerProcess, connections: number) =>
@@ -298,6 +340,8 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
   const many = find("single", floodgateMany, 32);
   const attack = find("attack", floodgate, 32);
   const attackNoCache = find("attack", floodgateNoCache, 32);
+  const client = find(`client, ${CLIENT_CALLERS}`, floodgate, CLIENT_CALLERS);
+  const clientAttack = find("client, attack", floodgate, CLIENT_CALLERS);
   const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
   const rows = [
     [
@@ -320,6 +364,16 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
       "attack on one key over its limit: >= 5x normal single checks",
       `${ratio(attack.decisionsPerSecond, fg32.decisionsPerSecond)} (cache off: ${ratio(attackNoCache.decisionsPerSecond, fg32.decisionsPerSecond)})`,
       verdict(attack.decisionsPerSecond >= 5 * fg32.decisionsPerSecond),
+    ],
+    [
+      `client, ${CLIENT_CALLERS} concurrent callers >= 1.5x baseline decisions/s at 32 conns, p99 no worse`,
+      `${ratio(client.decisionsPerSecond, base32.decisionsPerSecond)} decisions/s, p99 ${fmt(client.p99, 2)} vs ${fmt(base32.p99, 2)} ms`,
+      verdict(client.decisionsPerSecond >= 1.5 * base32.decisionsPerSecond && client.p99 <= base32.p99),
+    ],
+    [
+      "client, attack on one key >= 20x the client's normal checks/s",
+      ratio(clientAttack.decisionsPerSecond, client.decisionsPerSecond),
+      verdict(clientAttack.decisionsPerSecond >= 20 * client.decisionsPerSecond),
     ],
   ];
   const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));

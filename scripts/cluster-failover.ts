@@ -4,7 +4,7 @@
  * timeout 1 s) and Floodgate on it with its default deadlines and breaker,
  * kills a master, and prints how long its slots went without a master, how
  * long until checks on them were decided by Redis again, and how every check
- * was decided meanwhile (test/support/cluster-failover.ts).
+ * was decided meanwhile (test/harness/cluster-failover.ts).
  *
  *   --callers N     concurrent callers (default 32)
  *   --warmup-ms N   load before the kill (default 2000)
@@ -12,8 +12,8 @@
  */
 
 import "reflect-metadata";
-import { describeFailover, runClusterFailover } from "../test/support/cluster-failover.js";
-import { numberOption } from "./support/number-option.js";
+import { describeFailover, runClusterFailover } from "../test/harness/cluster-failover.js";
+import { numberOption } from "../test/harness/number-option.js";
 
 
 const report = await runClusterFailover({

@@ -21,9 +21,9 @@ import { createRedisClient } from "../src/store/redis/client.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../src/store/redis/redis-counter-store.js";
 import { decideArgs, MODES, readScript, registerScripts, type ScriptArgs, type ScriptedRedis } from "../src/store/redis/scripts.js";
-import { startRedisCluster, type LocalRedisCluster } from "../test/support/local-redis.js";
-import { startOwnRedis, type OwnRedis } from "../test/support/redis-server.js";
-import { numberOption } from "./support/number-option.js";
+import { startRedisCluster, type LocalRedisCluster } from "../test/harness/local-redis.js";
+import { startOwnRedis, type OwnRedis } from "../test/harness/redis-server.js";
+import { numberOption } from "../test/harness/number-option.js";
 
 const SECONDS = numberOption("seconds", 3);
 const ROUNDS = numberOption("rounds", 3);

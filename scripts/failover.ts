@@ -14,9 +14,10 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, startOwnRedis } from "../test/support/redis-server.js";
-import { numberOption } from "./support/number-option.js";
-import { createScratchDatabase } from "./support/scratch-database.js";
+import { freePort } from "../test/harness/free-port.js";
+import { startOwnRedis } from "../test/harness/redis-server.js";
+import { numberOption } from "../test/harness/number-option.js";
+import { createScratchDatabase } from "../test/harness/scratch-database.js";
 
 const SECONDS = numberOption("seconds", 15);
 const CALLERS = numberOption("callers", 16);

@@ -6,7 +6,7 @@
  * times over (distinct texts: the cache keeps one compiled query per text),
  * with the texts and results kept alive, and the heap is read after full
  * garbage collections before and after. The fast-path cache's estimate
- * (src/api/check-operations.ts, COMPILED_BYTES and COMPILED_BYTES_PER_FIELD)
+ * (src/api/fast-path/compiled-checks.ts, COMPILED_BYTES and COMPILED_BYTES_PER_FIELD)
  * must stay above every figure printed here.
  */
 

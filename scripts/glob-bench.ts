@@ -15,9 +15,9 @@
 
 import { compileGlob } from "../src/domain/glob.js";
 import { LIMITS } from "../src/domain/request.js";
-import { COSTLIEST_GLOBS, costlyPaths } from "../test/support/hostile-input.js";
-import { numberOption } from "./support/number-option.js";
-import { importOldVersion, oldRef } from "./support/old-version.js";
+import { COSTLIEST_GLOBS, costlyPaths } from "../test/harness/hostile-input.js";
+import { numberOption } from "../test/harness/number-option.js";
+import { importOldVersion, oldRef } from "../test/harness/old-version.js";
 
 const OLD_REF = oldRef();
 const ROUNDS = numberOption("rounds", 5);

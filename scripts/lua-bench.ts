@@ -15,6 +15,14 @@
  *
  * Reported per script: decisions/s (redis-benchmark) and Redis's own time per
  * call (INFO commandstats, usec_per_call of evalsha), medians over the rounds.
+ *
+ * Then the bench's check through the working tree's decide.lua against the
+ * same check through the baseline, rate-limiter-flexible: its three EVALSHAs
+ * (one per rule, scripts/bench/baseline-commands.ts), each its own
+ * redis-benchmark run, alternating with decide.lua's round after round. Per
+ * check: µs of Redis at pipelined saturation (1e6 / calls per second, summed
+ * over the three) and Redis's own time (usec_per_call, summed likewise).
+ *
  * Options: --rounds (default 5), --requests (per run, default 200,000).
  */
 
@@ -28,10 +36,11 @@ import { compileRule } from "../src/engine/decision/compiled-rule.js";
 import { RuleIndex } from "../src/engine/decision/rule-index.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
 import { readScript } from "../src/store/redis/scripts.js";
-import { startOwnRedis } from "../test/support/redis-server.js";
+import { startOwnRedis } from "../test/harness/redis-server.js";
+import { baselineCommands } from "./bench/baseline-commands.js";
 import { decideCommand, redisBenchmark } from "./bench/ceiling.js";
 import { caller, ruleSet, TENANT } from "./bench/workload.js";
-import { numberOption } from "./support/number-option.js";
+import { numberOption } from "../test/harness/number-option.js";
 
 const run = promisify(execFile);
 const OLD_REF = process.argv.includes("--old") ? process.argv[process.argv.indexOf("--old") + 1]! : "main";
@@ -49,12 +58,17 @@ interface Measured {
   usecPerCall: number;
 }
 
-function scenarios(): Scenario[] {
+/** The buckets of the bench's check by its first caller: the bench tenant's three rules. */
+function benchBuckets(): BucketRef[] {
   const c = caller(0);
   const request: CheckRequest = { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
-  const bench: BucketRef[] = new RuleIndex(ruleSet(10).map(compileRule))
+  return new RuleIndex(ruleSet(10).map(compileRule))
     .match(request)
     .map((rule) => ({ ruleId: rule.rule.id, key: rule.keyOf(request)!, params: rule.params }));
+}
+
+function scenarios(): Scenario[] {
+  const bench = benchBuckets();
   const as = (algorithm: Algorithm, buckets: BucketRef[]) => buckets.map((b) => ({ ...b, params: { ...b.params, algorithm } }));
   return [
     { name: "3 rules, SLIDING_WINDOW_COUNTER (the bench's check)", buckets: bench },
@@ -79,6 +93,45 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** µs of Redis per check, at saturation and by its own clock, summed over a check's commands. */
+interface PerCheck {
+  saturatedUs: number;
+  usecPerCall: number;
+}
+
+async function perCheck(redis: Redis, port: number, commands: string[][]): Promise<PerCheck> {
+  const sum: PerCheck = { saturatedUs: 0, usecPerCall: 0 };
+  for (const command of commands) {
+    const m = await measure(redis, port, command);
+    sum.saturatedUs += 1e6 / m.perSecond;
+    sum.usecPerCall += m.usecPerCall;
+  }
+  return sum;
+}
+
+/** The goal of issue 13: decide.lua's Redis time for the bench's check no more than rate-limiter-flexible's three scripts'. */
+async function againstBaseline(redis: Redis, port: number, decideSha: string): Promise<void> {
+  const baseline = await baselineCommands(caller(0), "rlfluabench:");
+  const baselineSha = (await redis.script("LOAD", baseline.script)) as string;
+  const checks = { decide: [decideCommand(LAYOUT, benchBuckets(), decideSha)], baseline: baseline.commands(baselineSha) };
+  const runs: Record<keyof typeof checks, PerCheck[]> = { decide: [], baseline: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of ["decide", "baseline"] as const) runs[name].push(await perCheck(redis, port, checks[name]));
+  }
+  const [decide, rlf] = (["decide", "baseline"] as const).map((name) => ({
+    saturatedUs: median(runs[name].map((r) => r.saturatedUs)),
+    usecPerCall: median(runs[name].map((r) => r.usecPerCall)),
+  }));
+  const line = (label: string, m: PerCheck) => `  ${label.padEnd(42)} ${m.saturatedUs.toFixed(2).padStart(6)} µs at saturation  ${m.usecPerCall.toFixed(2).padStart(6)} usec_per_call`;
+  console.log(`\nthe bench's check (3 rules), µs of Redis per check: decide.lua vs rate-limiter-flexible, same keys, medians`);
+  console.log(line("decide.lua (working tree), 1 EVALSHA", decide!));
+  console.log(line("rate-limiter-flexible, 3 EVALSHA (summed)", rlf!));
+  const met = decide!.saturatedUs <= rlf!.saturatedUs && decide!.usecPerCall <= rlf!.usecPerCall;
+  console.log(
+    `  decide.lua / rate-limiter-flexible: ${(decide!.saturatedUs / rlf!.saturatedUs).toFixed(2)}x at saturation, ${(decide!.usecPerCall / rlf!.usecPerCall).toFixed(2)}x usec_per_call (goal <= 1: ${met ? "met" : "NOT met"})`,
+  );
+}
+
 async function main(): Promise<void> {
   const oldScript = (await run("git", ["show", `${OLD_REF}:lua/decide.lua`])).stdout;
   const newScript = readScript("decide");
@@ -101,6 +154,7 @@ async function main(): Promise<void> {
       console.log(`  new: ${now!.perSecond.toFixed(0).padStart(7)} decisions/s  ${now!.usecPerCall.toFixed(2).padStart(6)} usec_per_call`);
       console.log(`  new/old: ${(now!.perSecond / old!.perSecond).toFixed(2)}x decisions/s, ${(now!.usecPerCall / old!.usecPerCall).toFixed(2)}x usec_per_call`);
     }
+    await againstBaseline(redis, server.port, shas.new);
   } finally {
     redis.disconnect();
     await server.stop();

@@ -13,7 +13,7 @@ import type { LimitParams } from "../src/domain/algorithms/index.js";
 import { ALGORITHMS } from "../src/domain/rule.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../src/store/redis/redis-counter-store.js";
-import { startOwnRedis } from "../test/support/redis-server.js";
+import { startOwnRedis } from "../test/harness/redis-server.js";
 
 const bucketsArg = process.argv.indexOf("--buckets");
 const BUCKETS = bucketsArg > 0 ? Number(process.argv[bucketsArg + 1]) : 1_000_000;

@@ -16,8 +16,8 @@
 import type { BucketOutcome, LimitParams } from "../src/domain/algorithms/index.js";
 import type { BucketRef } from "../src/domain/ports.js";
 import { OverLimitCache } from "../src/engine/decision/over-limit-cache.js";
-import { numberOption } from "./support/number-option.js";
-import { importOldVersion, oldRef } from "./support/old-version.js";
+import { numberOption } from "../test/harness/number-option.js";
+import { importOldVersion, oldRef } from "../test/harness/old-version.js";
 
 const OLD_REF = oldRef();
 const SIZE = numberOption("size", 100_000);

@@ -16,21 +16,12 @@
 
 import { createServer, type IncomingMessage } from "node:http";
 import { Redis } from "ioredis";
-import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { LIMITS, type Caller } from "./workload.js";
+import { RateLimiterRes } from "rate-limiter-flexible";
+import { baselineRules } from "./baseline-rules.js";
+import type { Caller } from "./workload.js";
 
 const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { enableAutoPipelining: true, maxRetriesPerRequest: 2 });
-const prefix = process.env.KEY_PREFIX ?? "rlf-bench:";
-
-function limiter(name: string, points: number): RateLimiterRedis {
-  return new RateLimiterRedis({ storeClient: redis, keyPrefix: `${prefix}${name}`, points, duration: LIMITS.windowSeconds });
-}
-
-const RULES = [
-  { limiter: limiter("user", LIMITS.perUser), keyOf: (c: Caller) => c.userId },
-  { limiter: limiter("ip", LIMITS.perIp), keyOf: (c: Caller) => c.ip },
-  { limiter: limiter("endpoint", LIMITS.perEndpoint), keyOf: (c: Caller) => `${c.method} ${c.resource}` },
-];
+const RULES = baselineRules(redis, process.env.KEY_PREFIX ?? "rlf-bench:");
 
 interface Verdict {
   allowed: boolean;

@@ -34,9 +34,14 @@ export async function redisCeiling(options: {
 /** The EVALSHA of one bench check, its first bucket (the user's) spread over 10,000 keys with redis-benchmark's __rand_int__. */
 export function decideCommand(layout: KeyLayout, buckets: readonly BucketRef[], sha: string): string[] {
   const [first, ...rest] = buckets;
-  const spread = [{ ...first!, key: first!.key.replace(/\d+$/, "__rand_int__") }, ...rest];
+  const spread = [{ ...first!, key: spreadOverUsers(first!.key) }, ...rest];
   const keysAndArgs = decideArgs(layout, { buckets: spread, cost: 1, dryRun: false }, spread.map((_, i) => i), MODES.decide, null);
   return ["EVALSHA", sha, ...keysAndArgs.map(String)];
+}
+
+/** A user's key ("...:u0") as redis-benchmark's __rand_int__ (-r 10000) spreads it over the bench's 10,000 users. */
+export function spreadOverUsers(key: string): string {
+  return key.replace(/\d+$/, "__rand_int__");
 }
 
 /** Runs redis-benchmark pipelined (-c 32 -P 16) with one command and returns its requests per second. */

@@ -3,10 +3,11 @@
  * connections each sending the next body as soon as its answer arrives.
  * autocannon's own histogram keeps whole milliseconds, too coarse for a
  * sub-millisecond p99, so every response time is recorded here at full
- * resolution and the percentiles are computed exactly.
+ * resolution (latencies.ts) and the percentiles are computed exactly.
  */
 
 import autocannon from "autocannon";
+import { Latencies } from "./latencies.js";
 
 export interface LoadResult {
   /** Requests answered 2xx per second. */
@@ -31,8 +32,7 @@ export interface DriveOptions {
 export async function drive(options: DriveOptions): Promise<LoadResult> {
   const { bodies } = options;
   let next = 0;
-  let latencies = new Float64Array(1 << 16);
-  let count = 0;
+  const latencies = new Latencies();
   let finished: (result: autocannon.Result) => void = () => {};
   let failed: (error: unknown) => void = () => {};
   const done = new Promise<autocannon.Result>((resolve, reject) => {
@@ -58,23 +58,13 @@ export async function drive(options: DriveOptions): Promise<LoadResult> {
     (error: unknown, result: autocannon.Result) => (error ? failed(error) : finished(result)),
   );
   instance.on("response", (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
-    if (statusCode < 200 || statusCode >= 300) return;
-    if (count === latencies.length) {
-      const grown = new Float64Array(latencies.length * 2);
-      grown.set(latencies);
-      latencies = grown;
-    }
-    latencies[count++] = responseTime;
+    if (statusCode >= 200 && statusCode < 300) latencies.record(responseTime);
   });
   const result = await done;
-  const sorted = latencies.subarray(0, count).sort();
-  const percentile = (p: number) => (count === 0 ? NaN : sorted[Math.min(count - 1, Math.ceil((p / 100) * count) - 1)]!);
   return {
-    requestsPerSecond: count / result.duration,
-    p50: percentile(50),
-    p99: percentile(99),
-    p999: percentile(99.9),
-    requests: count,
+    requestsPerSecond: latencies.count / result.duration,
+    ...latencies.percentiles(),
+    requests: latencies.count,
     failures: result.non2xx + result.errors + result.timeouts,
   };
 }

@@ -44,6 +44,9 @@ export function caller(i: number): Caller {
   };
 }
 
+/** The callers of a run, in the order every server and the client are sent them. */
+export const CALLERS: readonly Caller[] = Array.from({ length: 20_000 }, (_, i) => caller(i));
+
 /** One caller, always the same, already far over its per-user limit. */
 export const ATTACKER: Caller = { userId: "mallory", ip: "10.255.0.1", method: "POST", resource: "/api/v1/orders" };
 
@@ -95,12 +98,17 @@ const SELECTION = "allowed retryAfter headers { name value }";
 const CHECK = `query Check($r: CheckLimitsInput!) { checkLimits(request: $r) { ${SELECTION} } }`;
 const CHECK_BATCH = `query CheckBatch($r: [CheckLimitsInput!]!) { checkLimitsBatch(requests: $r) { ${SELECTION} } }`;
 
+/** A caller's check as Floodgate's CheckLimitsInput (and the client's check) takes it. */
+export function checkInput(tenantId: string, c: Caller): { tenantId: string } & Caller {
+  return { tenantId, ...c };
+}
+
 export function floodgateBody(tenantId: string, c: Caller): string {
-  return JSON.stringify({ query: CHECK, variables: { r: { tenantId, ...c } } });
+  return JSON.stringify({ query: CHECK, variables: { r: checkInput(tenantId, c) } });
 }
 
 export function floodgateBatchBody(callers: readonly Caller[]): string {
-  return JSON.stringify({ query: CHECK_BATCH, variables: { r: callers.map((c) => ({ tenantId: TENANT, ...c })) } });
+  return JSON.stringify({ query: CHECK_BATCH, variables: { r: callers.map((c) => checkInput(TENANT, c)) } });
 }
 
 export function baselineBody(c: Caller): string {

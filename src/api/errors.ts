@@ -120,40 +120,6 @@ export function formatGraphQLError(error: GraphQLError, format: ErrorFormatter):
   return format(error.toJSON(), error);
 }
 
-/**
- * The errors of an operation this server ran itself (the checks' fast path,
- * see check-operations.ts) as Apollo Server sends the errors of one it ran:
- * Apollo first gives every error a code (INTERNAL_SERVER_ERROR when it has
- * none) and takes its `extensions.http` part for the response (a status, the
- * last one given winning, and headers), then formatError (or the formatter
- * given, the one Apollo has) decides what the caller sees.
- */
-export function formatExecutionErrors(errors: readonly GraphQLError[], format: ErrorFormatter = formatError): { errors: GraphQLFormattedError[]; http: HttpPart } {
-  const http: HttpPart = { status: undefined, headers: [] };
-  const formatted = errors.map((error) => {
-    const { http: part, ...extensions }: Record<string, unknown> = { ...error.extensions, code: error.extensions?.code ?? ErrorCode.INTERNAL_SERVER_ERROR };
-    if (isHttpPart(part)) {
-      if (part.status) http.status = part.status;
-      if (part.headers) http.headers.push(...part.headers);
-    }
-    return format({ ...error.toJSON(), extensions }, error);
-  });
-  return { errors: formatted, http };
-}
-
-/** What errors set of the HTTP response: its status, and headers in the order given. */
-export interface HttpPart {
-  status: number | undefined;
-  headers: [string, string][];
-}
-
-/** An `extensions.http` as Apollo takes it: a numeric status and a Map of headers, each optional. */
-function isHttpPart(part: unknown): part is { status?: number; headers?: Map<string, string> } {
-  if (typeof part !== "object" || part === null) return false;
-  const { status, headers } = part as { status?: unknown; headers?: unknown };
-  return (status === undefined || typeof status === "number") && (headers === undefined || headers instanceof Map);
-}
-
 /** What a caller may see of an error's extensions: never a stack trace or the HTTP status meant for the server. */
 function publicExtensions(extensions: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const { stacktrace: _stacktrace, exception: _exception, http: _http, ...rest } = extensions;

@@ -1,9 +1,7 @@
 import type { ApolloServerPlugin } from "@apollo/server";
-import { unwrapResolverError } from "@apollo/server/errors";
-import type { GraphQLError } from "graphql";
 import type { Logger } from "pino";
 import type { ApiContext } from "./context.js";
-import { isExpected } from "./errors.js";
+import { logUnexpectedErrors } from "./fast-path/apollo-response.js";
 
 /**
  * Log lines tied to a request by its id: every unexpected error (the caller
@@ -28,11 +26,4 @@ export function requestLogging(logger: Logger): ApolloServerPlugin<ApiContext> {
       };
     },
   };
-}
-
-/** The errors a caller sees only as INTERNAL_SERVER_ERROR, logged with their cause and the request's id (whichever path ran the operation). */
-export function logUnexpectedErrors(logger: Logger, errors: readonly GraphQLError[], requestId: string): void {
-  for (const error of errors) {
-    if (!isExpected(error)) logger.error({ err: unwrapResolverError(error), requestId }, "unexpected error");
-  }
 }

@@ -112,7 +112,7 @@ export class PrometheusTelemetry implements Telemetry {
   }
 }
 
-/** The checks' fast path (src/api/check-operations.ts) at GET /metrics: the query texts it keeps, and the bytes it estimates they hold. */
+/** The checks' fast path (src/api/fast-path/) at GET /metrics: the query texts it keeps, and the bytes it estimates they hold. */
 export function registerFastPathGauges(registry: Registry, cache: { readonly size: number; readonly bytes: number }): void {
   const registers = [registry];
   new Gauge({

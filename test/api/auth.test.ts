@@ -12,8 +12,9 @@ import {
   RevokeApiKeyDocument,
   ThrottleEventsDocument,
 } from "../generated/graphql.js";
-import { startTestApp, type TestApp } from "../support/app.js";
-import { GraphQLClient } from "../support/graphql-client.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
 import { fragmentFanOut } from "../support/hostile-documents.js";
 import { openSocket, subscribe } from "../support/subscriptions.js";
 

@@ -33,7 +33,7 @@ import {
 import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
 import { CountingCounterStore } from "../support/ports.js";
 import { inProcessRuleSync } from "../support/rule-sync.js";
-import { check, createRule, describeOnEachStorage, expectBadUserInput, expectNoStackTrace, newTenant } from "./api-support.js";
+import { check, createRule, describeOnEachStorage, expectBadUserInput, expectNoStackTrace, newTenant } from "../support/api.js";
 
 await describeOnEachStorage("checkLimitsBatch over HTTP", (suite) => {
   async function perUserRule(tenantId: string, limit: number) {

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CheckLimitsDocument, DeleteRuleDocument, ResetLimitDocument, UpdateRuleDocument, type CheckLimitsInput } from "../generated/graphql.js";
 import { clientFingerprint } from "../../src/domain/bucket-key.js";
-import { check, createRule, describeOnEachStorage, expectBadUserInput, expectNoStackTrace, header, newTenant, sleep } from "./api-support.js";
+import { check, createRule, describeOnEachStorage, expectBadUserInput, expectNoStackTrace, header, newTenant, sleep } from "../support/api.js";
 
 type Decision = Awaited<ReturnType<typeof check>>;
 

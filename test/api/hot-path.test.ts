@@ -7,8 +7,9 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CheckLimitsSourceDocument } from "../generated/graphql.js";
-import { startTestApp, type TestApp } from "../support/app.js";
-import { STORAGES, createRule, newTenant, realStorageAvailable } from "./api-support.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import { STORAGES, createRule, newTenant, realStorageAvailable } from "../support/api.js";
 
 const realAvailable = await realStorageAvailable();
 

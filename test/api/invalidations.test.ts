@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
 import { CreateApiKeyDocument, DeleteRuleDocument, InvalidationsDocument, ResetLimitDocument, UpdateRuleDocument, type InvalidationsSubscription } from "../generated/graphql.js";
 import { subscribe } from "../support/subscriptions.js";
-import { createRule, describeOnEachStorage, newTenant } from "./api-support.js";
+import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
 
 type Invalidation = InvalidationsSubscription["invalidations"];
 

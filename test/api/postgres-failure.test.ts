@@ -26,12 +26,12 @@ import {
   ThrottleEventsDocument,
   UpdateRuleDocument,
 } from "../generated/graphql.js";
-import { testAdminToken } from "../support/app.js";
-import { GraphQLClient } from "../support/graphql-client.js";
+import { testAdminToken } from "../harness/in-process-app.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
 import { createTestDatabase, POSTGRES_URL, postgresAvailable } from "../support/services.js";
 import { openSocket } from "../support/subscriptions.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
-import { sleep } from "./api-support.js";
+import { sleep } from "../support/api.js";
 
 describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => {
   const adminToken = testAdminToken();

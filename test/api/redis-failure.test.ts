@@ -9,9 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { CheckLimitsDocument, CreateRuleDocument, ResetLimitDocument } from "../generated/graphql.js";
-import { testAdminToken } from "../support/app.js";
-import { GraphQLClient } from "../support/graphql-client.js";
-import { startOwnRedis, type OwnRedis } from "../support/redis-server.js";
+import { testAdminToken } from "../harness/in-process-app.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
+import { startOwnRedis, type OwnRedis } from "../harness/redis-server.js";
 
 describe("when Redis dies under the service", () => {
   const adminToken = testAdminToken();

@@ -9,7 +9,7 @@ import {
   RuleHistoryDocument,
   UpdateRuleDocument,
 } from "../generated/graphql.js";
-import { check, createRule, describeOnEachStorage, expectBadUserInput, expectCode, newTenant } from "./api-support.js";
+import { check, createRule, describeOnEachStorage, expectBadUserInput, expectCode, newTenant } from "../support/api.js";
 
 await describeOnEachStorage("rule history over HTTP", (suite) => {
   const history = async (id: string) => (await suite.client.data(RuleHistoryDocument, { id })).ruleHistory;

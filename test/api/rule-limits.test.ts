@@ -12,8 +12,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SettingsError } from "../../src/config/settings.js";
 import { CreateRuleDocument, ImportRulesDocument, ListRulesDocument } from "../generated/graphql.js";
-import { startTestApp, type TestApp } from "../support/app.js";
-import { createRule, expectBadUserInput, newTenant, realStorageAvailable, STORAGES } from "./api-support.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import { createRule, expectBadUserInput, newTenant, realStorageAvailable, STORAGES } from "../support/api.js";
 
 const LIMITS = { MAX_RULES_PER_TENANT: "3", MAX_IMPORT_RULES: "5", MAX_IMPORT_BYTES: "2048" };
 const realAvailable = await realStorageAvailable();

@@ -12,10 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runRulesCommand } from "../../src/cli/rules-command.js";
 import { SettingsError } from "../../src/config/settings.js";
 import { ExportRulesDocument, ImportRulesDocument, ListRulesDocument, RuleHistoryDocument } from "../generated/graphql.js";
-import { startTestApp, type TestApp } from "../support/app.js";
-import type { GraphQLClient } from "../support/graphql-client.js";
-import { aliasBomb } from "../support/hostile-input.js";
-import { check, createRule, describeOnEachStorage, newTenant, realStorageAvailable } from "./api-support.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import type { GraphQLClient } from "../harness/graphql-client.js";
+import { aliasBomb } from "../harness/hostile-input.js";
+import { check, createRule, describeOnEachStorage, newTenant, realStorageAvailable } from "../support/api.js";
 
 const realAvailable = await realStorageAvailable();
 

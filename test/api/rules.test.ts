@@ -14,8 +14,8 @@ import {
   type UpdateRuleInput,
 } from "../generated/graphql.js";
 import { CONTRACT_RULE_DEFAULTS } from "../support/domain-factory.js";
-import type { GraphQLClient } from "../support/graphql-client.js";
-import { createRule, describeOnEachStorage, expectBadUserInput, expectCode, expectNoStackTrace, newTenant, sleep } from "./api-support.js";
+import type { GraphQLClient } from "../harness/graphql-client.js";
+import { createRule, describeOnEachStorage, expectBadUserInput, expectCode, expectNoStackTrace, newTenant, sleep } from "../support/api.js";
 
 function baseInput(tenantId: string, overrides: Partial<CreateRuleInput> = {}): CreateRuleInput {
   return { tenantId, name: "per-user", scope: ["USER"], limit: 10, window: 1, windowUnit: "MINUTES", ...overrides };

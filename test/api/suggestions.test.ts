@@ -9,7 +9,8 @@
 
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApp, type TestApp } from "../support/app.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
 import { openSocket } from "../support/subscriptions.js";
 
 interface Answer {

@@ -16,7 +16,13 @@ describe.runIf(available)("npm run bench -- --smoke", () => {
   it("runs every scenario and prints the table, the ceiling and the goals", { timeout: 240_000 }, async () => {
     const { stdout } = await run("npm", ["run", "bench", "--silent", "--", "--smoke"], { maxBuffer: 1 << 20 });
     expect(stdout).toMatch(/\| scenario +\| server +\| conns \| decisions\/s \| p50 ms \| p99 ms \| p99\.9 ms \| CPU µs\/decision \|/);
-    for (const scenario of ["single check", "checkLimitsBatch of 100", "attack on one key over its limit"]) expect(stdout).toContain(`| ${scenario}`);
+    for (const scenario of [
+      "single check",
+      "checkLimitsBatch of 100",
+      "attack on one key over its limit",
+      "client, 32 concurrent callers",
+      "client, attack on one key",
+    ]) expect(stdout).toContain(`| ${scenario}`);
     expect(stdout).toMatch(/ceiling: redis-benchmark.*: [\d,]+ decisions\/s/);
     expect(stdout).toContain("goals (ratios from the same run):");
     expect(stdout).not.toMatch(/failed\)/);

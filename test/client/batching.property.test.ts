@@ -30,8 +30,9 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FloodgateClient, type CheckRequest, type FloodgateDecision } from "floodgate/client";
 import { ImportRulesDocument } from "../generated/graphql.js";
-import { realStorageAvailable, STORAGES } from "../api/api-support.js";
-import { startTestApp, type TestApp } from "../support/app.js";
+import { realStorageAvailable, STORAGES } from "../support/api.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
 import { patientClient } from "../support/floodgate-clients.js";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 12);

@@ -10,7 +10,7 @@ import { createServer } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { FloodgateClient, FloodgateError, type FloodgateDecision } from "floodgate/client";
 import { CheckLimitsAsTheClientHasItDocument, UpdateRuleDocument } from "../generated/graphql.js";
-import { createRule, describeOnEachStorage, newTenant } from "../api/api-support.js";
+import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
 import { apiKey, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 

@@ -20,9 +20,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadSettings } from "../../src/config/settings.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { CheckLimitsBatchDocument, CheckLimitsDocument, CreateRuleDocument } from "../generated/graphql.js";
-import { startTestApp, type TestApp } from "../support/app.js";
-import type { GraphQLClient } from "../support/graphql-client.js";
-import { startRedisCluster, type ClusterOptions, type HostPort, type LocalRedisCluster } from "../support/local-redis.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import type { GraphQLClient } from "../harness/graphql-client.js";
+import { startRedisCluster, type ClusterOptions, type HostPort, type LocalRedisCluster } from "../harness/local-redis.js";
 import { redisBinariesAvailable } from "../support/services.js";
 
 const PREFIX = "fgbreakers:";

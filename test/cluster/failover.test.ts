@@ -9,7 +9,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { describeFailover, phaseOf, runClusterFailover } from "../support/cluster-failover.js";
+import { describeFailover, phaseOf, runClusterFailover } from "../harness/cluster-failover.js";
 import { redisBinariesAvailable } from "../support/services.js";
 
 describe.runIf(await redisBinariesAvailable())("a Redis Cluster master killed under load", () => {

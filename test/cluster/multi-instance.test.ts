@@ -14,9 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadSettings } from "../../src/config/settings.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { CheckTimedDocument, CreateRuleDocument, type CheckLimitsInput, type CreateRuleInput } from "../generated/graphql.js";
-import { startTestApps, type TestApp } from "../support/app.js";
-import type { GraphQLClient } from "../support/graphql-client.js";
-import { startRedisCluster, type LocalRedisCluster } from "../support/local-redis.js";
+import { startTestApps } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import type { GraphQLClient } from "../harness/graphql-client.js";
+import { startRedisCluster, type LocalRedisCluster } from "../harness/local-redis.js";
 import { postgresAvailable, redisBinariesAvailable } from "../support/services.js";
 
 const HOUR_MS = 3_600_000;

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { CreateRuleDocument } from "../generated/graphql.js";
-import { GraphQLClient } from "../support/graphql-client.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
 
 /** Every path beneath `dir` (and `dir` itself) whose mode grants its group or others anything, with that mode. */
 function openToOthers(dir: string): string[] {

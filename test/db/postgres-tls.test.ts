@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { CreateRuleDocument, ListRulesDocument } from "../generated/graphql.js";
-import { testAdminToken } from "../support/app.js";
+import { testAdminToken } from "../harness/in-process-app.js";
 import { makeCertificates, type Certificates } from "../support/certificates.js";
-import { GraphQLClient } from "../support/graphql-client.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
 import { startTlsPostgres, tlsPostgresAvailable, type TlsPostgres } from "../support/tls-postgres.js";
 
 /** Starting a service and a private Postgres takes seconds on a loaded machine. */

@@ -12,7 +12,7 @@ import {
   type MatchMeter,
 } from "../../src/domain/glob.js";
 import { LIMITS } from "../../src/domain/request.js";
-import { costlyPaths } from "../support/hostile-input.js";
+import { costlyPaths } from "../harness/hostile-input.js";
 import { validationErrorOf } from "../support/validation-error.js";
 
 function rejection(source: string, field?: string): ValidationError {

@@ -14,9 +14,10 @@
 import { print } from "graphql";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CreateApiKeyDocument, ListRulesDocument, RevokeApiKeyDocument, RuleChangesDocument, ThrottleEventsDocument } from "../generated/graphql.js";
-import { check, createRule, newTenant, realStorageAvailable } from "../api/api-support.js";
-import { startTestApp, startTestApps, type TestApp } from "../support/app.js";
-import { GraphQLClient } from "../support/graphql-client.js";
+import { check, createRule, newTenant, realStorageAvailable } from "../support/api.js";
+import { startTestApp, startTestApps } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
 import { openSocket, type SocketSubscription, type TestSocket } from "../support/subscriptions.js";
 
 /** The fleet's own: long enough that only the event bus can explain a revocation reaching B in time. */

@@ -25,8 +25,9 @@ import {
   type RuleChangesSubscription,
   type ThrottleEventsSubscription,
 } from "../generated/graphql.js";
-import { check, createRule, newTenant, realStorageAvailable } from "../api/api-support.js";
-import { startTestApps, type TestApp } from "../support/app.js";
+import { check, createRule, newTenant, realStorageAvailable } from "../support/api.js";
+import { startTestApps } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
 import { subscribe, type TestSubscription } from "../support/subscriptions.js";
 
 const PROPAGATION_BOUND_MS = 1000;

@@ -12,7 +12,8 @@ import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { decideArgs, MODES, registerScripts, type Mode, type ScriptArgs, type ScriptedRedis } from "../../src/store/redis/scripts.js";
 import { ManualClock } from "../support/clock.js";
-import { deleteByPrefix, testRedis } from "../support/redis.js";
+import { deleteByPrefix } from "../harness/delete-by-prefix.js";
+import { testRedis } from "../support/redis.js";
 import { redisAvailable } from "../support/services.js";
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);

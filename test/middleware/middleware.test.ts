@@ -10,7 +10,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { FloodgateClient } from "floodgate/client";
 import type { CreateRuleInput } from "../generated/graphql.js";
-import { createRule, describeOnEachStorage, newTenant, realStorageAvailable, STORAGES } from "../api/api-support.js";
+import { createRule, describeOnEachStorage, newTenant, realStorageAvailable, STORAGES } from "../support/api.js";
 import { startTestApp } from "../support/app.js";
 import { apiKey, patientClient } from "../support/floodgate-clients.js";
 import { FRAMEWORKS, startWebApp, type Framework, type LimitOptions, type WebApp } from "../support/web-apps.js";

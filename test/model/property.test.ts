@@ -19,7 +19,7 @@ import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { ManualClock } from "../support/clock.js";
-import { startRedisCluster, type LocalRedisCluster } from "../support/local-redis.js";
+import { startRedisCluster, type LocalRedisCluster } from "../harness/local-redis.js";
 import { testRedis } from "../support/redis.js";
 import { redisAvailable, redisBinariesAvailable } from "../support/services.js";
 import { anyParams, paramsFor, stepArbitrary } from "./arbitraries.js";

@@ -29,7 +29,7 @@ import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { getIntrospectionQuery, print } from "graphql";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { CheckOperations } from "../../src/api/check-operations.js";
+import { CompiledChecks } from "../../src/api/fast-path/compiled-checks.js";
 import { loadSettings } from "../../src/config/settings.js";
 import {
   ApiKeysDocument,
@@ -49,12 +49,13 @@ import {
   RuleHistoryDocument,
   UpdateRuleDocument,
 } from "../generated/graphql.js";
-import { realStorageAvailable } from "../api/api-support.js";
-import { startTestApp, type Storage, type TestApp } from "../support/app.js";
+import { realStorageAvailable } from "../support/api.js";
+import { startTestApp, type Storage } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
 import { fragmentFanOut } from "../support/hostile-documents.js";
 
 /** Every document the checks' fast path tries to compile, by its text. */
-const compilations = vi.spyOn(CheckOperations.prototype as unknown as { compile: (query: string) => unknown }, "compile");
+const compilations = vi.spyOn(CompiledChecks.prototype as unknown as { compile: (query: string) => unknown }, "compile");
 
 const storage: Storage = (await realStorageAvailable()) ? "real" : "embedded";
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 2000);

@@ -28,8 +28,9 @@ import { createClient, type Client } from "graphql-ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { CreateApiKeyDocument, CreateRuleDocument } from "../generated/graphql.js";
-import { expectNoStackTrace, realStorageAvailable } from "../api/api-support.js";
-import { startTestApp, type Storage, type TestApp } from "../support/app.js";
+import { expectNoStackTrace, realStorageAvailable } from "../support/api.js";
+import { startTestApp, type Storage } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
 
 const storage: Storage = (await realStorageAvailable()) ? "real" : "embedded";
 

@@ -49,9 +49,10 @@ import {
   type CreateRuleInput,
   type RuleFieldsFragment,
 } from "../generated/graphql.js";
-import { expectNoStackTrace, realStorageAvailable } from "../api/api-support.js";
-import { startTestApp, type Storage, type TestApp } from "../support/app.js";
-import { GraphQLClient, type GraphQLResponse } from "../support/graphql-client.js";
+import { expectNoStackTrace, realStorageAvailable } from "../support/api.js";
+import { startTestApp, type Storage } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import { GraphQLClient, type GraphQLResponse } from "../harness/graphql-client.js";
 
 const storage: Storage = (await realStorageAvailable()) ? "real" : "embedded";
 

@@ -12,9 +12,10 @@ import type { GraphQLFormattedError } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { ListRulesDocument } from "../generated/graphql.js";
-import { realStorageAvailable } from "../api/api-support.js";
-import { startTestApp, type Storage, type TestApp } from "../support/app.js";
-import { GraphQLClient } from "../support/graphql-client.js";
+import { realStorageAvailable } from "../support/api.js";
+import { startTestApp, type Storage } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
 
 const storage: Storage = (await realStorageAvailable()) ? "real" : "embedded";
 const LIMIT = 3;

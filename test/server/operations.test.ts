@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { CheckLimitsDocument, CreateApiKeyDocument, CreateRuleDocument } from "../generated/graphql.js";
-import { testAdminToken } from "../support/app.js";
-import { GraphQLClient } from "../support/graphql-client.js";
+import { testAdminToken } from "../harness/in-process-app.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
 
 describe("operations", () => {
   const adminToken = testAdminToken();

@@ -9,8 +9,8 @@ import { request } from "node:http";
 import { createClient } from "graphql-ws";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { testAdminToken } from "../support/app.js";
-import { freePort } from "../support/redis-server.js";
+import { testAdminToken } from "../harness/in-process-app.js";
+import { freePort } from "../harness/free-port.js";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const TOKEN = testAdminToken();

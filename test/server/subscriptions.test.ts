@@ -8,7 +8,8 @@
 
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startTestApp, type TestApp } from "../support/app.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
 import { openSocket, type SocketSubscription, type TestSocket } from "../support/subscriptions.js";
 
 const MAX_SUBSCRIPTIONS = 3;

@@ -12,7 +12,7 @@ import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { decideArgs, MODES, type ScriptArgs, type ScriptedRedis } from "../../src/store/redis/scripts.js";
 import { ManualClock } from "../support/clock.js";
-import { startRedisCluster, type LocalRedisCluster } from "../support/local-redis.js";
+import { startRedisCluster, type LocalRedisCluster } from "../harness/local-redis.js";
 import { redisBinariesAvailable } from "../support/services.js";
 import { counterStoreConformance } from "./counter-store.conformance.js";
 

@@ -14,12 +14,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
 import { loadSettings, SettingsError } from "../../src/config/settings.js";
 import { CheckLimitsDocument, CreateRuleDocument } from "../generated/graphql.js";
-import { testAdminToken } from "../support/app.js";
+import { testAdminToken } from "../harness/in-process-app.js";
 import { makeCertificates, type Certificates } from "../support/certificates.js";
-import { GraphQLClient } from "../support/graphql-client.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
 import { connectAtStart, createRedisClient } from "../../src/store/redis/client.js";
-import { startRedisCluster, startRedisSentinel, type LocalRedisCluster, type LocalRedisSentinel } from "../support/local-redis.js";
-import { startOwnRedis, type OwnRedis } from "../support/redis-server.js";
+import { startRedisCluster, startRedisSentinel, type LocalRedisCluster, type LocalRedisSentinel } from "../harness/local-redis.js";
+import { startOwnRedis, type OwnRedis } from "../harness/redis-server.js";
 import { redisBinariesAvailable } from "../support/services.js";
 
 const PREFIX = "fgsec:";

@@ -11,7 +11,7 @@ import { createRedisClient } from "../../src/store/redis/client.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { ManualClock } from "../support/clock.js";
-import { startRedisSentinel, type LocalRedisSentinel } from "../support/local-redis.js";
+import { startRedisSentinel, type LocalRedisSentinel } from "../harness/local-redis.js";
 import { redisBinariesAvailable } from "../support/services.js";
 import { counterStoreConformance } from "./counter-store.conformance.js";
 

@@ -17,8 +17,8 @@ import { createRedisClient } from "../../src/store/redis/client.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { ManualClock } from "../support/clock.js";
-import { startRedisCluster, type HostPort, type LocalRedisCluster } from "../support/local-redis.js";
-import { startOwnRedis, type OwnRedis } from "../support/redis-server.js";
+import { startRedisCluster, type HostPort, type LocalRedisCluster } from "../harness/local-redis.js";
+import { startOwnRedis, type OwnRedis } from "../harness/redis-server.js";
 import { redisBinariesAvailable } from "../support/services.js";
 
 const params = (limit: number): LimitParams => ({ algorithm: "FIXED_WINDOW", limit, windowMs: 60_000, capacity: limit, action: "REJECT" });

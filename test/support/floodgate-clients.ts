@@ -8,8 +8,8 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { FloodgateClient, type FloodgateClientOptions } from "floodgate/client";
 import { CreateApiKeyDocument, type Role } from "../generated/graphql.js";
-import type { GraphQLClient } from "./graphql-client.js";
-import { freePort } from "./redis-server.js";
+import type { GraphQLClient } from "../harness/graphql-client.js";
+import { freePort } from "../harness/free-port.js";
 
 /** A generous deadline: these tests check exact semantics, which must not hinge on how loaded the machine is. */
 export const PATIENT_MS = 5_000;

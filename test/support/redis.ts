@@ -1,8 +1,6 @@
 import { Redis } from "ioredis";
-import { deleteByPrefix } from "../../scripts/support/delete-by-prefix.js";
+import { deleteByPrefix } from "../harness/delete-by-prefix.js";
 import { REDIS_URL } from "./services.js";
-
-export { deleteByPrefix };
 
 /** A client and a key prefix of this test's own, so tests sharing the machine's Redis never see each other's keys. */
 export function testRedis(): { redis: Redis; prefix: string; cleanup(): Promise<void> } {

@@ -11,7 +11,7 @@ import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync,
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./redis-server.js";
+import { freePort } from "../harness/free-port.js";
 
 const BIN = "/usr/lib/postgresql/15/bin";
 

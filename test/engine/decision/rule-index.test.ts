@@ -9,7 +9,7 @@ import { compileRule } from "../../../src/engine/decision/compiled-rule.js";
 import { RuleBook } from "../../../src/engine/decision/rule-book.js";
 import { RuleIndex } from "../../../src/engine/decision/rule-index.js";
 import { makeRule, makeTenantOnlyCheckRequest } from "../../support/domain-factory.js";
-import { COSTLIEST_GLOBS, costlyPaths } from "../../support/hostile-input.js";
+import { COSTLIEST_GLOBS, costlyPaths } from "../../harness/hostile-input.js";
 
 function indexOf(rules: readonly Rule[]): RuleIndex {
   return new RuleIndex(rules.map(compileRule));

@@ -5,7 +5,7 @@ import type { Rule } from "../../../src/domain/rule.js";
 import { describeProblem, planImport } from "../../../src/engine/rules/rule-import.js";
 import { readRulesFile, writeRulesFile } from "../../../src/engine/rules/rules-file.js";
 import { makeNonDefaultRuleSpec, makeRule } from "../../support/domain-factory.js";
-import { aliasBomb } from "../../support/hostile-input.js";
+import { aliasBomb } from "../../harness/hostile-input.js";
 
 let ids = 0;
 const newId = () => `new-${++ids}`;

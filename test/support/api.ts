@@ -1,12 +1,13 @@
-/** Helpers shared by the API suites: unique tenants, error assertions, rule inputs. */
+/** Helpers shared by the suites that run operations against a started app (API, fleet, security, client, middleware): unique tenants, error assertions, rule inputs. */
 
 import { randomUUID } from "node:crypto";
 import type { GraphQLFormattedError } from "graphql";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { CheckLimitsDocument, CreateRuleDocument, type CheckLimitsInput, type CreateRuleInput } from "../generated/graphql.js";
-import { startTestApp, type TestApp } from "../support/app.js";
-import type { GraphQLClient } from "../support/graphql-client.js";
-import { postgresAvailable, redisAvailable } from "../support/services.js";
+import { startTestApp } from "./app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import type { GraphQLClient } from "../harness/graphql-client.js";
+import { postgresAvailable, redisAvailable } from "./services.js";
 
 export const STORAGES = ["embedded", "real"] as const;
 

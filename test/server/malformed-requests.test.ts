@@ -1,8 +1,9 @@
 /** Malformed and unwelcome requests: each gets a proper error, none a stack trace, and the server stays up. */
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApp, type TestApp } from "../support/app.js";
-import { STORAGES, expectNoStackTrace, newTenant, realStorageAvailable } from "./api-support.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import { STORAGES, expectNoStackTrace, newTenant, realStorageAvailable } from "../support/api.js";
 
 const realAvailable = await realStorageAvailable();
 

@@ -1,9 +1,10 @@
 /**
- * The fast path of checks. A query made only of checkLimits and
- * checkLimitsBatch fields is compiled once per distinct text and operation
- * name (parsed and validated with the same options and rules Apollo Server
- * applies, and compiled by graphql-jit), and then runs without Apollo's request pipeline
- * and without graphql-js interpreting the document anew for every request.
+ * Which documents the checks' fast path (check-fast-path.ts) may run itself,
+ * kept compiled. A query made only of checkLimits and checkLimitsBatch fields
+ * is compiled once per distinct text and operation name (parsed and validated
+ * with the same options and rules Apollo Server applies, and compiled by
+ * graphql-jit), and then runs without Apollo's request pipeline and without
+ * graphql-js interpreting the document anew for every request.
  *
  * Compiled documents are large (graphql-jit generates code for every field
  * selected: 10 KiB for one checkLimits, 15 MiB for a thousand aliased ones),
@@ -13,15 +14,9 @@
  * is bounded by an estimate of the bytes its entries hold as well as by their
  * number (src/domain/lru-cache.ts).
  *
- * Everything else is Apollo's, which answers it as it always has: documents
- * that are not such queries, that do not parse or validate (Apollo words
- * those errors), and requests whose variables the compiled query refuses.
- * That refusal comes before any resolver runs, so handing the request on to
- * Apollo counts nothing twice, and Apollo's wording and status (400,
- * BAD_USER_INPUT) stay the only ones. What the fast path does answer, it
- * answers byte for byte as Apollo would (test/server/check-fast-path.test.ts):
- * the same resolvers, the same context (one DataLoader for all checks of the
- * operation), and errors through the same formatError and logging.
+ * Everything else is Apollo's: documents that are not such queries, that do
+ * not parse or validate (Apollo words those errors), and those past the check
+ * cap with the variables sent.
  */
 
 import {
@@ -42,29 +37,18 @@ import {
   type ValidationRule,
 } from "graphql";
 import { compileQuery, isCompiledQuery, type CompiledQuery } from "graphql-jit";
-import type { Logger } from "pino";
-import { holds } from "../domain/access.js";
-import { LruCache } from "../domain/lru-cache.js";
-import type { ApiContext } from "./context.js";
-import { formatExecutionErrors, type ErrorFormatter, type HttpPart } from "./errors.js";
-import { MAX_BATCH, operationChecks } from "./operation-checks.js";
-import { QueryMeasure } from "./query-limits.js";
-import { logUnexpectedErrors } from "./request-logging.js";
+import { LruCache } from "../../domain/lru-cache.js";
+import { MAX_BATCH, operationChecks } from "../operation-checks.js";
+import { QueryMeasure } from "../query-limits.js";
 
 /** A GraphQL request as it arrived over HTTP, its parts already of the right JSON types. */
-export interface CheckRequestBody {
+export interface CheckRequest {
   query: string;
   operationName: string | undefined;
   variables: Record<string, unknown> | undefined;
 }
 
-/** An answered operation: what its errors set of the HTTP response (nothing, unless it has errors that say so), and its JSON body. */
-export interface GraphQLAnswer {
-  http: HttpPart;
-  body: string;
-}
-
-export interface CheckOperationsOptions {
+export interface CompiledChecksOptions {
   schema: GraphQLSchema;
   /** Apollo's parse options. */
   parseOptions: ParseOptions;
@@ -74,15 +58,11 @@ export interface CheckOperationsOptions {
   capacity: number;
   /** What those may hold in all, in bytes as documentBytes estimates them; least recently used dropped first. */
   maxBytes: number;
-  /** Apollo's formatError. */
-  formatError: ErrorFormatter;
-  logger: Logger;
 }
 
 const CHECK_FIELDS: ReadonlySet<string> = new Set(["checkLimits", "checkLimitsBatch"]);
 /** A document without it is not a check: Apollo answers it, without the fast path parsing it first. */
 const CHECK_FIELD_PREFIX = "checkLimits";
-const NO_HTTP_PART: HttpPart = Object.freeze({ status: undefined, headers: [] });
 const MAX_OPERATION_NAMES = 16;
 /** The fast path's operations select only checkLimits and checkLimitsBatch fields: no fragment is spread at their root. */
 const NO_FRAGMENTS: Readonly<Record<string, FragmentDefinitionNode>> = Object.freeze({});
@@ -103,7 +83,7 @@ const COMPILED_BYTES_PER_FIELD = 6 * 1024;
 const TEXT_BYTES_PER_CHARACTER = 2;
 const ENTRY_BYTES = 512;
 
-interface CompiledCheck {
+export interface CompiledCheck {
   query: CompiledQuery;
   operation: OperationDefinitionNode;
   /** Estimated heap it holds (see COMPILED_BYTES). */
@@ -113,12 +93,12 @@ interface CompiledCheck {
 /** One query text's operations, by operation name (null: none given); a null operation is Apollo's to answer. */
 type Operations = Map<string | null, CompiledCheck | null>;
 
-export class CheckOperations {
+export class CompiledChecks {
   /** By query text, so that finding one costs no new string per request. */
   private readonly documents: LruCache<string, Operations>;
   private readonly rules: readonly ValidationRule[];
 
-  constructor(private readonly options: CheckOperationsOptions) {
+  constructor(private readonly options: CompiledChecksOptions) {
     this.rules = [...specifiedRules, ...options.validationRules];
     this.documents = new LruCache({ maxEntries: options.capacity, maxWeight: options.maxBytes, weigh: documentBytes });
   }
@@ -134,24 +114,15 @@ export class CheckOperations {
   }
 
   /**
-   * Runs the request when its document is a compiled check; null when Apollo
-   * must answer it, and then nothing of it has run. The caller is already
-   * authenticated (`context`); one without the right to check has nothing
-   * compiled or kept for it.
+   * The request's operation compiled, compiling it on first sight; null when
+   * Apollo must answer it. The caller is already authenticated and has the
+   * right to check: no one else has anything compiled or kept.
    */
-  async run(request: CheckRequestBody, context: ApiContext): Promise<GraphQLAnswer | null> {
-    if (!holds(context.principal, "checkLimits")) return null;
+  find(request: CheckRequest): CompiledCheck | null {
     const compiled = this.compiled(request.query, request.operationName);
     // Past the cap with these variables: Apollo refuses it (operation-checks.ts words the refusal).
     if (compiled === null || operationChecks(compiled.operation, NO_FRAGMENTS, request.variables) > MAX_BATCH) return null;
-    const result = await compiled.query.query(undefined, context, request.variables);
-    // Only refused variables give a result without data, and they are refused before any resolver runs.
-    if (!("data" in result)) return null;
-    if (result.errors === undefined) return { http: NO_HTTP_PART, body: JSON.stringify({ data: result.data }) };
-    logUnexpectedErrors(this.options.logger, result.errors, context.requestId);
-    const { errors, http } = formatExecutionErrors(result.errors, this.options.formatError);
-    // Apollo's order: errors before data.
-    return { http, body: JSON.stringify({ errors, data: result.data }) };
+    return compiled;
   }
 
   private compiled(query: string, operationName: string | undefined): CompiledCheck | null {

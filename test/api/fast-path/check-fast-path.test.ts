@@ -18,23 +18,23 @@ import { print } from "graphql";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { CheckOperations } from "../../src/api/check-operations.js";
-import type { Services } from "../../src/api/context.js";
-import { buildApiSchema } from "../../src/api/schema.js";
-import type { ApiKey, ApiKeyCredential, ApiKeyRepository, CounterCall, CounterReply, CounterStore, ShardedCounterStore } from "../../src/domain/ports.js";
-import type { Rule } from "../../src/domain/rule.js";
-import { ApiKeyService } from "../../src/engine/access/api-key-service.js";
-import { KnownApiKeys } from "../../src/engine/access/known-api-keys.js";
-import { Limiter } from "../../src/engine/decision/limiter.js";
-import { MutationLimiter } from "../../src/engine/access/mutation-limiter.js";
-import { OverLimitCache } from "../../src/engine/decision/over-limit-cache.js";
-import { ResilientCounterStore } from "../../src/store/resilient-counter-store.js";
-import { RuleBook } from "../../src/engine/decision/rule-book.js";
-import { RuleService } from "../../src/engine/rules/rule-service.js";
-import { startHttpServer, type RunningServer } from "../../src/server/http-server.js";
-import { InProcessEventBus } from "../../src/store/memory/in-process-event-bus.js";
-import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
-import { makeRule } from "../support/domain-factory.js";
+import { CheckFastPath } from "../../../src/api/fast-path/check-fast-path.js";
+import type { Services } from "../../../src/api/context.js";
+import { buildApiSchema } from "../../../src/api/schema.js";
+import type { ApiKey, ApiKeyCredential, ApiKeyRepository, CounterCall, CounterReply, CounterStore, ShardedCounterStore } from "../../../src/domain/ports.js";
+import type { Rule } from "../../../src/domain/rule.js";
+import { ApiKeyService } from "../../../src/engine/access/api-key-service.js";
+import { KnownApiKeys } from "../../../src/engine/access/known-api-keys.js";
+import { Limiter } from "../../../src/engine/decision/limiter.js";
+import { MutationLimiter } from "../../../src/engine/access/mutation-limiter.js";
+import { OverLimitCache } from "../../../src/engine/decision/over-limit-cache.js";
+import { ResilientCounterStore } from "../../../src/store/resilient-counter-store.js";
+import { RuleBook } from "../../../src/engine/decision/rule-book.js";
+import { RuleService } from "../../../src/engine/rules/rule-service.js";
+import { startHttpServer, type RunningServer } from "../../../src/server/http-server.js";
+import { InProcessEventBus } from "../../../src/store/memory/in-process-event-bus.js";
+import { MemoryCounterStore } from "../../../src/store/memory/memory-counter-store.js";
+import { makeRule } from "../../support/domain-factory.js";
 import {
   CheckBatchAndSingleDocument,
   CheckBatchVerdictsDocument,
@@ -43,9 +43,9 @@ import {
   CheckLimitsSourceDocument,
   CheckSingleThenBatchDocument,
   CheckTwoAliasedDocument,
-} from "../generated/graphql.js";
-import { ManualClock } from "../support/clock.js";
-import { InMemoryRuleRepository } from "../support/in-memory-rule-repository.js";
+} from "../../generated/graphql.js";
+import { ManualClock } from "../../support/clock.js";
+import { InMemoryRuleRepository } from "../../support/in-memory-rule-repository.js";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 60);
 const ADMIN_TOKEN = "fast-path-admin-token-0123456789";
@@ -235,9 +235,9 @@ async function send(server: RunningServer, exchange: Exchange): Promise<Answer> 
 }
 
 /** What the fast path itself answered since the last reset (undefined results: it declined, Apollo answered). */
-const fastPathRun = vi.spyOn(CheckOperations.prototype, "run");
+const fastPathAnswer = vi.spyOn(CheckFastPath.prototype, "answer");
 async function fastPathAnswers(): Promise<number> {
-  const answers = await Promise.all(fastPathRun.mock.results.map((result) => result.value as Promise<unknown>));
+  const answers = await Promise.all(fastPathAnswer.mock.results.map((result) => result.value as Promise<unknown>));
   return answers.filter((answer) => answer !== null).length;
 }
 
@@ -261,7 +261,7 @@ describe.each<Storage>(["memory", "unreachable"])("the check fast path answers a
   });
 
   afterEach(() => {
-    fastPathRun.mockClear();
+    fastPathAnswer.mockClear();
   });
 
   /** Sends the exchange to both sides and requires the same answer; returns it. */

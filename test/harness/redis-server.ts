@@ -8,9 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../scripts/support/free-port.js";
-
-export { freePort };
+import { freePort } from "./free-port.js";
 
 export interface OwnRedisOptions {
   /** More redis-server arguments (--requirepass, --user …). */

@@ -16,8 +16,8 @@
 
 import { loadSettings } from "../../src/config/settings.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
-import { startTestApp, type TestApp } from "./app.js";
 import type { GraphQLClient } from "./graphql-client.js";
+import { startInProcessApp, type TestApp } from "./in-process-app.js";
 import { startRedisCluster, type LocalRedisCluster } from "./local-redis.js";
 
 export interface FailoverRun {
@@ -78,7 +78,7 @@ export async function runClusterFailover(run: FailoverRun): Promise<FailoverRepo
   const cluster = await startRedisCluster({ nodeTimeoutMs: 1000 });
   let service: TestApp | null = null;
   try {
-    service = await startTestApp("embedded", {
+    service = await startInProcessApp({
       REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(","),
       REDIS_KEY_PREFIX: PREFIX,
       REDIS_TIMEOUT_MS: String(run.redisTimeoutMs ?? loadSettings({}).redisTimeoutMs),

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
-import { freePort } from "./redis-server.js";
+import { freePort } from "./free-port.js";
 
 export interface HostPort {
   host: string;

@@ -1,4 +1,4 @@
-/** A minimal typed GraphQL client over fetch, for the API tests: it returns data and errors as the server sent them. */
+/** A minimal typed GraphQL client over fetch, for the tests and the scripts: it returns data and errors as the server sent them. */
 
 import type { TypedDocumentNode } from "@graphql-typed-document-node/core";
 import { print, type GraphQLFormattedError } from "graphql";

@@ -9,8 +9,9 @@ import { ApolloServer, HeaderMap } from "@apollo/server";
 import { ApolloServerPluginCacheControlDisabled } from "@apollo/server/plugin/disabled";
 import { GraphQLError, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, execute, parse } from "graphql";
 import { describe, expect, it } from "vitest";
-import { formatError, formatExecutionErrors, toGraphQLError } from "../../src/api/errors.js";
-import { ForbiddenError, RateLimitedError, UnauthenticatedError, ValidationError } from "../../src/domain/errors.js";
+import { formatError, toGraphQLError } from "../../../src/api/errors.js";
+import { formatExecutionErrors } from "../../../src/api/fast-path/apollo-response.js";
+import { ForbiddenError, RateLimitedError, UnauthenticatedError, ValidationError } from "../../../src/domain/errors.js";
 
 const THROWN: Record<string, () => unknown> = {
   rateLimited: () => toGraphQLError(new RateLimitedError("too many changes", 7)),

@@ -10,14 +10,15 @@
  */
 
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { CheckOperations } from "../../src/api/check-operations.js";
-import { CreateApiKeyDocument } from "../generated/graphql.js";
-import { startTestApp, type TestApp } from "../support/app.js";
+import { CompiledChecks } from "../../../src/api/fast-path/compiled-checks.js";
+import { CreateApiKeyDocument } from "../../generated/graphql.js";
+import { startTestApp } from "../../support/app.js";
+import type { TestApp } from "../../harness/in-process-app.js";
 
 const CACHE_BYTES = 1 << 20;
 
 /** Every compilation the fast path attempts (parse, validate, compile). */
-const compilations = vi.spyOn(CheckOperations.prototype as unknown as { compile: (...args: unknown[]) => unknown }, "compile");
+const compilations = vi.spyOn(CompiledChecks.prototype as unknown as { compile: (...args: unknown[]) => unknown }, "compile");
 
 /** The probe's document: `count` aliased checkLimits, about 42 bytes each, made distinct by `tag`. */
 function aliasedChecks(count: number, tag: string): string {

@@ -1,0 +1,43 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "./logger.js";
+import { sendJson } from "./json-response.js";
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+export interface Endpoints {
+  /** POST and GET /graphql (graphql-endpoint.ts). */
+  graphql: Handler;
+  /** GET /metrics (metrics-endpoint.ts). */
+  metrics: Handler;
+  /** GET /readyz: its body, and whether it answers 200 or 503. */
+  readiness: () => { ready: boolean; [detail: string]: unknown };
+}
+
+const PATHS = ["/graphql", "/healthz", "/readyz", "/metrics"];
+
+/** Every request to its endpoint; one that fails unexpectedly is logged and answered 500 (or cut off, if its answer had begun). */
+export function router(endpoints: Endpoints, logger: Logger): (req: IncomingMessage, res: ServerResponse) => void {
+  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = pathOf(req.url ?? "/");
+    if (path === "/graphql") return endpoints.graphql(req, res);
+    if (path === "/healthz" && req.method === "GET") return sendJson(res, 200, { status: "ok" });
+    if (path === "/metrics" && req.method === "GET") return endpoints.metrics(req, res);
+    if (path === "/readyz" && req.method === "GET") {
+      const readiness = endpoints.readiness();
+      return sendJson(res, readiness.ready ? 200 : 503, readiness);
+    }
+    sendJson(res, 404, { error: "not found", endpoints: PATHS });
+  };
+  return (req, res) => {
+    route(req, res).catch((error: unknown) => {
+      logger.error({ err: error }, "request failed");
+      if (!res.headersSent) sendJson(res, 500, { error: "internal server error" });
+      else res.destroy();
+    });
+  };
+}
+
+function pathOf(url: string): string {
+  const end = url.indexOf("?");
+  return end === -1 ? url : url.slice(0, end);
+}
