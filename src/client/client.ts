@@ -34,10 +34,12 @@ import { platform } from "#floodgate-platform";
 import { ruleLessDecision, type FloodgateDecision } from "./decision.js";
 import {
   FloodgateChecksDocument,
+  FloodgateChecksInFullDocument,
   FloodgateInvalidationsDocument,
   FloodgateResetLimitDocument,
   FloodgateRulesDocument,
   type CheckLimitsInput,
+  type FloodgateChecksInFullQuery,
   type FloodgateChecksQuery,
   type FloodgateRulesQuery,
   type FloodgateResetLimitMutation,
@@ -282,11 +284,15 @@ export class FloodgateClient {
     this.counts.batchedChecks += checks.length;
     const mark = this.cache?.mark() ?? -1;
     const sentAtMs = Date.now();
-    const answer = await this.post<FloodgateChecksQuery>(CHECKS_PREFIX + JSON.stringify(checks.map((c) => c.request)) + "}}", deadlineAtMs);
+    const tenantId = checks[0]!.request.tenantId;
+    const inFull = !this.rules.hasMet(tenantId);
+    const prefix = inFull ? CHECKS_IN_FULL_PREFIX : CHECKS_PREFIX;
+    const answer = await this.post<FloodgateChecksQuery | FloodgateChecksInFullQuery>(prefix + JSON.stringify(checks.map((c) => c.request)) + "}}", deadlineAtMs);
     if ("outage" in answer) return this.byFailureMode(checks, answer.outage);
     const decisions = answer.body.data?.checkLimitsBatch;
     if (decisions?.length === checks.length) {
       this.degraded = false;
+      if (inFull) this.rules.learn(tenantId, decisions as FloodgateChecksInFullQuery["checkLimitsBatch"]);
       const completed = decisions.map((wire) => this.rules.complete(wire));
       const unknown = checks.filter((_, i) => completed[i] === null);
       const outage = unknown.length === 0 ? null : await this.learnRules(unknown, deadlineAtMs);
@@ -316,7 +322,7 @@ export class FloodgateClient {
     const dryRuns = checks.map((check) => ({ ...check.request, dryRun: true }));
     const answer = await this.post<FloodgateRulesQuery>(RULES_PREFIX + JSON.stringify(dryRuns) + "}}", deadlineAtMs);
     if ("outage" in answer) return answer.outage;
-    this.rules.learn(answer.body.data?.checkLimitsBatch ?? []);
+    this.rules.learn(checks[0]!.request.tenantId, answer.body.data?.checkLimitsBatch ?? []);
     return null;
   }
 
@@ -409,6 +415,7 @@ function batchPrefix(document: string): string {
 }
 
 const CHECKS_PREFIX = batchPrefix(String(FloodgateChecksDocument));
+const CHECKS_IN_FULL_PREFIX = batchPrefix(String(FloodgateChecksInFullDocument));
 const RULES_PREFIX = batchPrefix(String(FloodgateRulesDocument));
 const RESET_LIMIT = compact(String(FloodgateResetLimitDocument));
 const INVALIDATIONS = compact(String(FloodgateInvalidationsDocument));

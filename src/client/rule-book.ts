@@ -6,23 +6,40 @@
  * stale, it only stops being named. Memory is bounded: least recently used
  * versions go first.
  *
- * A decision naming a version not in the book is completed from the same
- * checks sent again as dry runs (FloodgateRules), which count nothing.
+ * A tenant's first batch asks for its rules in full (FloodgateChecksInFull).
+ * A later decision naming a version not in the book (a rule created or
+ * changed since) is completed from the same checks sent again as dry runs
+ * (FloodgateRules), which count nothing.
  */
 
 import { LruCache } from "../domain/lru-cache.js";
 import type { FloodgateDecision } from "./decision.js";
-import type { ClientRuleFragment, FloodgateRulesQuery, RuleVersionFragment, WireDecisionFragment } from "./generated/operations.js";
+import type { ClientRuleFragment, RuleVersionFragment, WireDecisionFragment } from "./generated/operations.js";
+
+/** A decision with its rules in full. */
+interface NamingRules {
+  rule: ClientRuleFragment | null;
+  results: readonly { rule: ClientRuleFragment }[];
+}
 
 export class RuleBook {
   private readonly rules: LruCache<string, ClientRuleFragment>;
+  /** Tenants whose rules in full were asked for once. */
+  private readonly tenants: LruCache<string, true>;
 
   constructor(maxEntries: number) {
     this.rules = new LruCache({ maxEntries });
+    this.tenants = new LruCache({ maxEntries });
   }
 
-  /** Keeps every rule the dry runs' decisions name. */
-  learn(decisions: FloodgateRulesQuery["checkLimitsBatch"]): void {
+  /** Whether a batch of this tenant's checks has asked for their rules in full yet. */
+  hasMet(tenantId: string): boolean {
+    return this.tenants.get(tenantId) !== undefined;
+  }
+
+  /** Keeps every rule the decisions name; decisions to checks of `tenantId`. */
+  learn(tenantId: string, decisions: readonly NamingRules[]): void {
+    this.tenants.set(tenantId, true);
     for (const decision of decisions) {
       if (decision.rule !== null) this.keep(decision.rule);
       for (const result of decision.results) this.keep(result.rule);
