@@ -26,6 +26,11 @@
  * answer and a little more; and on a shared machine a healthy check's p99 is
  * a few milliseconds, so 100 ms is only reached by a Floodgate in trouble.
  *
+ * Rules. A batch's answer names each rule by id and version, and the client
+ * fills in the rest from the rules it has seen (rule-book.ts): a rule's
+ * fields repeated in every decision and result made most of the bytes
+ * Floodgate wrote and the client parsed.
+ *
  * Refusal cache: see refusal-cache.ts and invalidation-feed.ts.
  */
 
