@@ -26,6 +26,11 @@
  * answer and a little more; and on a shared machine a healthy check's p99 is
  * a few milliseconds, so 100 ms is only reached by a Floodgate in trouble.
  *
+ * Rules. A batch's answer names each rule by id and version, and the client
+ * fills in the rest from the rules it has seen (rule-book.ts): a rule's
+ * fields repeated in every decision and result made most of the bytes
+ * Floodgate wrote and the client parsed.
+ *
  * Refusal cache: see refusal-cache.ts and invalidation-feed.ts.
  */
 
@@ -35,15 +40,20 @@ import { platform } from "#floodgate-platform";
 import { ruleLessDecision, type FloodgateDecision } from "./decision.js";
 import {
   FloodgateChecksDocument,
+  FloodgateChecksInFullDocument,
   FloodgateInvalidationsDocument,
   FloodgateResetLimitDocument,
+  FloodgateRulesDocument,
   type CheckLimitsInput,
+  type FloodgateChecksInFullQuery,
   type FloodgateChecksQuery,
+  type FloodgateRulesQuery,
   type FloodgateResetLimitMutation,
 } from "./generated/operations.js";
 import { InvalidationFeed } from "./invalidation-feed.js";
 import type { LocalLimiter } from "./local-limiter.js";
 import { RefusalCache } from "./refusal-cache.js";
+import { RuleBook } from "./rule-book.js";
 import { fetchTransport, type FetchFunction, type Transport, type TransportAnswer } from "./transport.js";
 
 export type FailureMode = "OPEN" | "CLOSED" | "LOCAL";
@@ -126,6 +136,8 @@ interface GraphQLBody<T> {
 
 /** Floodgate's own faults, answered like a 5xx. */
 const OUTAGE_CODES = new Set(["INTERNAL_SERVER_ERROR", "SERVICE_UNAVAILABLE"]);
+/** Rule versions the RuleBook keeps: far more than the rules one backend's checks meet. */
+const RULE_VERSIONS_KEPT = 10_000;
 const BATCH_FIELD = /^requests\[(\d+)\]\.?(.*)$/;
 
 /** Runs `task` once the event loop has turned (setImmediate where the runtime has it: after the I/O of this turn). */
@@ -141,6 +153,7 @@ export class FloodgateClient {
   private readonly cache: RefusalCache | null;
   private readonly feed: InvalidationFeed | null;
   private readonly local: LocalLimiter | null;
+  private readonly rules = new RuleBook(RULE_VERSIONS_KEPT);
   private readonly open = new Map<string, Batch>();
   /** Batches sent and not yet answered, for close() to wait for. */
   private readonly inFlight = new Set<Promise<void>>();
@@ -276,23 +289,46 @@ export class FloodgateClient {
     this.counts.batchedChecks += checks.length;
     const mark = this.cache?.mark() ?? -1;
     const sentAtMs = Date.now();
-    const answer = await this.post<FloodgateChecksQuery>(CHECKS_PREFIX + JSON.stringify(checks.map((c) => c.request)) + "}}", deadlineAtMs);
+    const tenantId = checks[0]!.request.tenantId;
+    const inFull = !this.rules.hasMet(tenantId);
+    const prefix = inFull ? CHECKS_IN_FULL_PREFIX : CHECKS_PREFIX;
+    const answer = await this.post<FloodgateChecksQuery | FloodgateChecksInFullQuery>(prefix + JSON.stringify(checks.map((c) => c.request)) + "}}", deadlineAtMs);
     if ("outage" in answer) return this.byFailureMode(checks, answer.outage);
     const decisions = answer.body.data?.checkLimitsBatch;
     if (decisions?.length === checks.length) {
       this.degraded = false;
-      checks.forEach((check, i) => {
-        const decision = decisions[i]!;
+      if (inFull) this.rules.learn(tenantId, decisions as FloodgateChecksInFullQuery["checkLimitsBatch"]);
+      const completed = decisions.map((wire) => this.rules.complete(wire));
+      const unknown = checks.filter((_, i) => completed[i] === null);
+      const outage = unknown.length === 0 ? null : await this.learnRules(unknown, deadlineAtMs);
+      const unresolved: PendingCheck[] = [];
+      for (const [i, check] of checks.entries()) {
+        const decision = completed[i] ?? this.rules.complete(decisions[i]!);
+        if (decision === null) {
+          unresolved.push(check);
+          continue;
+        }
         this.counts.network++;
         this.local?.learn(decision);
         this.cache?.learn(check.request, decision, sentAtMs, mark);
         check.resolve(decision);
-      });
+      }
+      // The dry runs got no answer, or a rule changed again before them: the decision's rule cannot be told.
+      if (unresolved.length > 0) this.byFailureMode(unresolved, outage ?? "serverErrors");
       return;
     }
     const error = errorOf(answer.body.errors);
     if (OUTAGE_CODES.has(error.code)) return this.byFailureMode(checks, "serverErrors");
     return this.isolate(checks, error, deadlineAtMs);
+  }
+
+  /** Asks for the rules of these checks' decisions: the same checks as dry runs, which count nothing (rule-book.ts). */
+  private async learnRules(checks: readonly PendingCheck[], deadlineAtMs: number): Promise<Outage | null> {
+    const dryRuns = checks.map((check) => ({ ...check.request, dryRun: true }));
+    const answer = await this.post<FloodgateRulesQuery>(RULES_PREFIX + JSON.stringify(dryRuns) + "}}", deadlineAtMs);
+    if ("outage" in answer) return answer.outage;
+    this.rules.learn(checks[0]!.request.tenantId, answer.body.data?.checkLimitsBatch ?? []);
+    return null;
   }
 
   /**
@@ -378,7 +414,14 @@ function compact(document: string): string {
     .trim();
 }
 
-const CHECKS_PREFIX = `{"query":${JSON.stringify(compact(String(FloodgateChecksDocument)))},"variables":{"requests":`;
+/** The start of a batch's body, up to its checks. */
+function batchPrefix(document: string): string {
+  return `{"query":${JSON.stringify(compact(document))},"variables":{"requests":`;
+}
+
+const CHECKS_PREFIX = batchPrefix(String(FloodgateChecksDocument));
+const CHECKS_IN_FULL_PREFIX = batchPrefix(String(FloodgateChecksInFullDocument));
+const RULES_PREFIX = batchPrefix(String(FloodgateRulesDocument));
 const RESET_LIMIT = compact(String(FloodgateResetLimitDocument));
 const INVALIDATIONS = compact(String(FloodgateInvalidationsDocument));
 

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { FloodgateClient, FloodgateError, type FloodgateDecision } from "floodgate/client";
-import { UpdateRuleDocument } from "../generated/graphql.js";
+import { CheckLimitsAsTheClientHasItDocument, UpdateRuleDocument } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
 import { apiKey, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
@@ -44,6 +44,31 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       expect(decisions.filter((d) => d.allowed)).toHaveLength(30);
       expect(decisions.slice(0, 30).map((d) => d.remaining)).toEqual(Array.from({ length: 30 }, (_, i) => 29 - i));
       expect(decisions.slice(30).every((d) => !d.allowed && d.source === "COUNTER_STORE")).toBe(true);
+    });
+
+    it("hands back what a plain checkLimits selecting every field answers: rules asked for in full, known, or learnt from dry runs", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 30, { burst: 5, method: "POST", priority: 3 });
+      const perIp = await createRule(suite.client, { tenantId, name: "per-ip", scope: ["IP"], limit: 50, window: 1, windowUnit: "MINUTES", action: "LOG_ONLY" });
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false }));
+      const request = { tenantId, userId: "u1", ip: "10.0.0.1", method: "POST", resource: "/api/orders", dryRun: true };
+      // Dry runs, so both see the same counters; asked again until both fall in one second, which the headers' seconds depend on.
+      const expectSameDecision = async () => {
+        for (;;) {
+          const viaClient = await client.check(request);
+          const plain = (await suite.client.data(CheckLimitsAsTheClientHasItDocument, { request })).checkLimits;
+          if (viaClient.decidedAt.slice(0, 19) !== plain.decidedAt.slice(0, 19)) continue;
+          expect(plain.results).toHaveLength(2);
+          expect(viaClient).toEqual({ ...plain, decidedAt: viaClient.decidedAt });
+          return;
+        }
+      };
+      // The tenant's first batch asks for the rules in full; the next one names rules the client knows.
+      await expectSameDecision();
+      await expectSameDecision();
+      // A version the client has not seen: it learns the rule from the same check sent as a dry run.
+      await suite.client.data(UpdateRuleDocument, { id: perIp.id, input: { limit: 40 } });
+      await expectSameDecision();
     });
 
     it("closes a batch at batch.maxSize", async () => {

@@ -1,0 +1,73 @@
+/**
+ * The rules the client has seen, by id and version, so that a batch's answer
+ * can name each rule by both (WireDecision) and the decision handed back
+ * still carries it in full. A rule's version increases on every change of it,
+ * so an id and a version name one rule's fields for good: an entry never goes
+ * stale, it only stops being named. Memory is bounded: least recently used
+ * versions go first.
+ *
+ * A tenant's first batch asks for its rules in full (FloodgateChecksInFull).
+ * A later decision naming a version not in the book (a rule created or
+ * changed since) is completed from the same checks sent again as dry runs
+ * (FloodgateRules), which count nothing.
+ */
+
+import { LruCache } from "../domain/lru-cache.js";
+import type { FloodgateDecision } from "./decision.js";
+import type { ClientRuleFragment, RuleVersionFragment, WireDecisionFragment } from "./generated/operations.js";
+
+/** A decision with its rules in full. */
+interface NamingRules {
+  rule: ClientRuleFragment | null;
+  results: readonly { rule: ClientRuleFragment }[];
+}
+
+export class RuleBook {
+  private readonly rules: LruCache<string, ClientRuleFragment>;
+  /** Tenants whose rules in full were asked for once. */
+  private readonly tenants: LruCache<string, true>;
+
+  constructor(maxEntries: number) {
+    this.rules = new LruCache({ maxEntries });
+    this.tenants = new LruCache({ maxEntries });
+  }
+
+  /** Whether a batch of this tenant's checks has asked for their rules in full yet. */
+  hasMet(tenantId: string): boolean {
+    return this.tenants.get(tenantId) !== undefined;
+  }
+
+  /** Keeps every rule the decisions name; decisions to checks of `tenantId`. */
+  learn(tenantId: string, decisions: readonly NamingRules[]): void {
+    this.tenants.set(tenantId, true);
+    for (const decision of decisions) {
+      if (decision.rule !== null) this.keep(decision.rule);
+      for (const result of decision.results) this.keep(result.rule);
+    }
+  }
+
+  /** The decision with its rules in full; null when the book lacks one of them. */
+  complete(wire: WireDecisionFragment): FloodgateDecision | null {
+    const rule = wire.rule === null ? null : this.find(wire.rule);
+    if (rule === undefined) return null;
+    const results: FloodgateDecision["results"] = [];
+    for (const result of wire.results) {
+      const resultRule = this.find(result.rule);
+      if (resultRule === undefined) return null;
+      results.push({ ...result, rule: resultRule });
+    }
+    return { ...wire, rule, results };
+  }
+
+  private keep(rule: ClientRuleFragment): void {
+    this.rules.set(keyOf(rule), rule);
+  }
+
+  private find(named: RuleVersionFragment): ClientRuleFragment | undefined {
+    return this.rules.get(keyOf(named));
+  }
+}
+
+function keyOf({ id, version }: RuleVersionFragment): string {
+  return `${version}:${id}`;
+}
