@@ -13,7 +13,7 @@
  * enforcing rule refuses it. A call with buckets on several shards goes to
  * the store only when every one of their breakers lets it, and is decided by
  * failure mode whole when any of them fails: a cross-slot check is reserved
- * and released as one (README, Redis Cluster), never decided half by Redis
+ * and released as one (docs/redis-cluster.md), never decided half by Redis
  * and half by failure mode. Calls whose shards are healthy are decided by the
  * store as usual, even in the same batch.
  *

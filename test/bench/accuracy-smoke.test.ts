@@ -1,7 +1,7 @@
 /**
  * The accuracy harness's CI smoke: a short run of `npm run accuracy` must
  * finish, print its table, and find no over-admission by the exact algorithms
- * (the script exits 1 otherwise). The full run and its figures are in the README.
+ * (the script exits 1 otherwise). The full run's figures are in BENCHMARKS.md.
  */
 
 import { execFile } from "node:child_process";

@@ -5,7 +5,7 @@
  * says degraded), and once the replica is promoted checks on those slots are
  * decided by Redis again. Counters on the other masters keep what they held.
  * The figures are printed; `npm run cluster:failover` measures them on a
- * longer run (README, "Redis Cluster").
+ * longer run (docs/redis-cluster.md).
  */
 
 import { describe, expect, it } from "vitest";

@@ -78,7 +78,7 @@ describe.runIf(await redisBinariesAvailable())("Redis security", () => {
       redis = await startOwnRedis({
         args: [
           "--requirepass", PASSWORD,
-          // What a Floodgate instance needs (README, Redis security): its own keys and channels, data commands, scripts, pub/sub, and what ioredis sends on connecting.
+          // What a Floodgate instance needs (docs/operations.md, "Connecting securely"): its own keys and channels, data commands, scripts, pub/sub, and what ioredis sends on connecting.
           ...["--user", "floodgate", "on", ">acl-password-0123", `~${PREFIX}*`, `&${PREFIX}*`, "-@all", "+@read", "+@write", "+@scripting", "+@pubsub", "+@connection", "+info", "+time"],
         ],
       });

@@ -17,7 +17,7 @@
  * Between the two, the reserved units count: other requests see a bucket
  * fuller than it will be, never emptier. If this process dies in between, the
  * units stay counted until they would have left the window had the request
- * been admitted (README, "Redis Cluster"): an over-count, never an
+ * been admitted (docs/redis-cluster.md): an over-count, never an
  * over-admission.
  *
  * Several calls (a batch, or the checks of one GraphQL operation) go out
