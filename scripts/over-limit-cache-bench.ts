@@ -55,7 +55,7 @@ function ipKey(n: number): string {
 }
 
 async function main(): Promise<void> {
-  const old = await importOldVersion<{ OverLimitCache: new (size: number) => Cache }>(OLD_REF, "src/engine/over-limit-cache.ts");
+  const old = await importOldVersion<{ OverLimitCache: new (size: number) => Cache }>(OLD_REF, ["src/engine/decision/over-limit-cache.ts", "src/engine/over-limit-cache.ts"]);
   try {
     const attacks = [new Attack(`${OLD_REF}'s`, new old.module.OverLimitCache(SIZE)), new Attack("this tree's", new OverLimitCache(SIZE))];
     for (const attack of attacks) while (attack.cache.size < SIZE) attack.round(INSERTS);

@@ -21,9 +21,14 @@ export function oldRef(): string {
   return i > 0 ? process.argv[i + 1]! : "main";
 }
 
-/** `file` (relative to the repository, e.g. "src/domain/glob.ts") as it was at `ref`. */
-export async function importOldVersion<T>(ref: string, file: string): Promise<{ module: T; remove(): Promise<void> }> {
-  const { stdout } = await run("git", ["show", `${ref}:${file}`], { cwd: ROOT, maxBuffer: 1 << 24 });
+/**
+ * `file` (relative to the repository, e.g. "src/domain/glob.ts") as it was at
+ * `ref`. A file that has moved is given as its paths, newest first: the first
+ * one that exists at `ref` is taken, and its copy sits where it sat then, so
+ * that its relative imports still resolve.
+ */
+export async function importOldVersion<T>(ref: string, paths: string | readonly string[]): Promise<{ module: T; remove(): Promise<void> }> {
+  const { file, stdout } = await showFirst(ref, typeof paths === "string" ? [paths] : paths);
   const copy = join(ROOT, file.replace(/\.ts$/, `.old-${randomUUID()}.ts`));
   await writeFile(copy, stdout);
   const remove = () => rm(copy, { force: true });
@@ -33,4 +38,16 @@ export async function importOldVersion<T>(ref: string, file: string): Promise<{ 
     await remove();
     throw error;
   }
+}
+
+async function showFirst(ref: string, paths: readonly string[]): Promise<{ file: string; stdout: string }> {
+  for (const [i, file] of paths.entries()) {
+    try {
+      const { stdout } = await run("git", ["show", `${ref}:${file}`], { cwd: ROOT, maxBuffer: 1 << 24 });
+      return { file, stdout };
+    } catch (error) {
+      if (i === paths.length - 1) throw error;
+    }
+  }
+  throw new Error("importOldVersion: no path given");
 }
