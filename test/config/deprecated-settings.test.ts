@@ -1,25 +1,19 @@
 /** A start with a setting under its former name logs one warning that names the new name, and runs as the new name would. */
 
-import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { testAdminToken } from "../harness/in-process-app.js";
+import { capturedLog } from "../support/captured-log.js";
 
 describe("a start with RULE_RELOAD_SECONDS and RULES_RETRY_MS", () => {
-  const lines: { level: number; msg: string }[] = [];
+  const { logger, lines } = capturedLog();
   let app: App;
 
   beforeAll(async () => {
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-        done();
-      },
-    });
     const env = { PORT: "0", HOST: "127.0.0.1", DATA_DIR: "memory://", ADMIN_TOKEN: testAdminToken(), RULE_RELOAD_SECONDS: "60", RULES_RETRY_MS: "500" };
-    app = await startApp(loadSettings(env), { logger: pino({ level: "info" }, sink) });
+    app = await startApp(loadSettings(env), { logger });
   });
   afterAll(() => app?.close());
 

@@ -1,30 +1,23 @@
 /** What operators see: Prometheus metrics, request ids, and structured logs that never carry secrets. */
 
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import { CheckLimitsDocument, CreateApiKeyDocument, CreateRuleDocument } from "../generated/graphql.js";
 import { testAdminToken } from "../harness/in-process-app.js";
 import { GraphQLClient } from "../harness/graphql-client.js";
+import { capturedLog } from "../support/captured-log.js";
 
 describe("operations", () => {
   const adminToken = testAdminToken();
-  const lines: Record<string, unknown>[] = [];
+  const { logger, lines } = capturedLog();
   let app: App;
   let client: GraphQLClient;
   let origin: string;
 
   beforeAll(async () => {
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-        done();
-      },
-    });
     app = await startApp(loadSettings({ PORT: "0", HOST: "127.0.0.1", DATA_DIR: "memory://", ADMIN_TOKEN: adminToken }), {
-      logger: pino({ level: "info" }, sink),
+      logger,
     });
     client = new GraphQLClient(app.url, adminToken);
     origin = new URL(app.url).origin;

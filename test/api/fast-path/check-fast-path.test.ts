@@ -12,7 +12,6 @@
  */
 
 import { createHash } from "node:crypto";
-import { Writable } from "node:stream";
 import fc from "fast-check";
 import { print } from "graphql";
 import { pino } from "pino";
@@ -44,6 +43,7 @@ import {
   CheckSingleThenBatchDocument,
   CheckTwoAliasedDocument,
 } from "../../generated/graphql.js";
+import { capturedLog } from "../../support/captured-log.js";
 import { ManualClock } from "../../support/clock.js";
 import { InMemoryRuleRepository } from "../../support/in-memory-rule-repository.js";
 import { listenToEvents } from "../../../src/event-listeners.js";
@@ -145,13 +145,7 @@ interface Side {
 }
 
 async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean): Promise<Side> {
-  const logs: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split("\n").filter(Boolean)) logs.push(JSON.parse(line));
-      done();
-    },
-  });
+  const { logger, lines: logs } = capturedLog({ level: "info", base: null, timestamp: false });
   const events = new InProcessEventBus();
   const book = new RuleBook();
   book.load(rules);
@@ -187,7 +181,7 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
     {
       schema: await buildApiSchema(events),
       services,
-      logger: pino({ level: "info", base: null, timestamp: false }, sink),
+      logger,
       introspection: false,
       maxBodyBytes: 1 << 20,
       maxQueryDepth: MAX_DEPTH,
