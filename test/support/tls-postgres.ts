@@ -8,7 +8,6 @@
 
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../harness/free-port.js";
@@ -50,7 +49,7 @@ export async function startTlsPostgres(certificate: { cert: string; key: string 
   const child = spawn(command, args, { stdio: "ignore" });
   const postmasterPid = () => Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
   try {
-    await waitFor(() => existsSync(join(data, "postmaster.pid")) && accepts(port), () => child.exitCode !== null);
+    await waitFor(() => postmasterReady(data), () => child.exitCode !== null);
   } catch (error) {
     child.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
@@ -68,15 +67,16 @@ export async function startTlsPostgres(certificate: { cert: string; key: string 
   };
 }
 
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ port, host: "127.0.0.1" });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
+/**
+ * Ready as pg_ctl -w reads it: the postmaster writes its status on the 8th
+ * line of postmaster.pid, "ready" once it takes connections. A port that
+ * accepts a TCP connection is not enough: while it starts up, the server
+ * accepts and then refuses with "the database system is starting up".
+ */
+function postmasterReady(data: string): boolean {
+  const pidFile = join(data, "postmaster.pid");
+  if (!existsSync(pidFile)) return false;
+  return readFileSync(pidFile, "utf8").split("\n")[7]?.trim() === "ready";
 }
 
 async function waitFor(ready: () => boolean | Promise<boolean>, exited: () => boolean): Promise<void> {
