@@ -1,6 +1,6 @@
 --[[
-decide.lua: decides one request against every rule that applies to it, in one
-atomic call. The request is allowed only if every enforcing rule conforms; then
+decide.lua: `decide` decides one request against every rule that applies to
+it, in one atomic call. The request is allowed only if every enforcing rule conforms; then
 each conforming rule counts it. When it is denied, nothing is counted anywhere.
 The arithmetic mirrors src/domain/algorithms (same formulas, same rounding); the
 conformance and property tests run both against the same cases.
@@ -12,10 +12,21 @@ decision would, and says what it took); when any slot refuses, the request is
 denied and every slot that took units releases them. The store combines the
 slots' verdicts with the domain's `combine` (src/domain/algorithms/index.ts).
 
+A Redis function. This file and reset.lua are the parts of one Redis
+function library, which floodgateLibrary (src/store/redis/scripts.ts)
+assembles and FUNCTION LOADs: its first line names the library after a
+digest of its text (so that instances running different versions during a
+deploy each call their own), then a prelude and this file, then reset.lua,
+then the lines registering `decide` and `reset` under names carrying the
+same digest. A library's helpers are defined once, when it is loaded; a
+script sent by EVALSHA defined them again on every call, which cost about a
+fifth of a check.
+
 Constants. This file defines no number it shares with TypeScript: the names
-in capitals below come from a prelude that decideScript
-(src/store/redis/scripts.ts) puts in front of this comment, on its first
-line, one `local NAME = n` for each code of src/store/redis/script-codes.ts:
+in capitals below come from a prelude that floodgateLibrary puts in front of
+this comment, on the line of its first one, one `local NAME = n` for each
+code of src/store/redis/script-codes.ts (so line n of this file is line n + 1
+of the library in Redis's error messages):
   ALGO_<algorithm>   ALGO_SLIDING_WINDOW_COUNTER, ALGO_TOKEN_BUCKET, ALGO_FIXED_WINDOW,
                      ALGO_SLIDING_WINDOW_LOG, ALGO_LEAKY_BUCKET
   ACTION_<action>    ACTION_REJECT, ACTION_THROTTLE, ACTION_LOG_ONLY
@@ -23,12 +34,12 @@ line, one `local NAME = n` for each code of src/store/redis/script-codes.ts:
   RELEASE_<outcome>  RELEASE_RESTORED, RELEASE_SUBTRACTED, RELEASE_NOTHING_LEFT
   WEIGHT_ONE         the sliding window counter's weight of one (fixed point)
 
-KEYS   per rule, in the order of the rules in ARGV:
+keys   per rule, in the order of the rules in args:
          SLIDING_WINDOW_LOG   1 key:  the bucket's log, a list of release times in ms,
                                       oldest first
          any other algorithm  2 keys: the page pair holding the bucket, two hashes
-                                      (see "Pages" below)
-ARGV   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
+                                      a and b (see "Pages" below)
+args   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
        [2] cost, units the request takes from every rule
        [3] mode, a sum of MODE_ flags:
              MODE_DECIDE                   decide, and count the request if allowed
@@ -37,10 +48,10 @@ ARGV   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
              MODE_RESERVE + MODE_DRY_RUN   reserve, take nothing
              MODE_RELEASE                  give back what the receipts took
        [4] N, the number of rules
-       then 6 values per rule:
-         algorithm   an ALGO_ code
-         limit, window_ms, capacity (burst, or limit where there is none)
-         action      an ACTION_ code
+       then 2 values per rule:
+         spec        "<algorithm>:<limit>:<window_ms>:<capacity>:<action>", the
+                     algorithm an ALGO_ code, the capacity the burst (or the limit
+                     where there is none), the action an ACTION_ code
          field       the bucket's field in its page ("" for SLIDING_WINDOW_LOG)
        release only: then N receipts, one per rule, as reserve returned them
 Reply  decide (neither MODE_RESERVE nor MODE_RELEASE):
@@ -53,7 +64,9 @@ Reply  decide (neither MODE_RESERVE nor MODE_RELEASE):
            then 7 integers per rule: conforming, remaining and reset_at_ms if
            admitted, retry_after_ms (-1 when conforming), delay_ms if admitted,
            remaining and reset_at_ms as things stand,
-           then N receipts: "" where nothing was taken, else what release needs }
+           then N receipts: "" where nothing was taken, else what release needs:
+           "<state written>/<state before>/<counted at>" for a page's bucket (states
+           as decimal integers joined by ":"), "<stamp>/<dead runs>" for a log }
        release (MODE_RELEASE):
          { now_ms, then 1 integer per rule: RELEASE_RESTORED the bucket is back
            exactly as it was, RELEASE_SUBTRACTED the units were subtracted
@@ -73,15 +86,32 @@ an over-admission).
 
 Pages. Buckets of every algorithm but the log live as fields of small hashes,
 so that a bucket costs one listpack entry instead of a key of its own (a key
-with a TTL costs over 100 bytes; a field about 30). A page pair is two hashes,
-a and b. Each holds "_o", when it was opened, and "_u", until when its fields
-can matter (every field's state is irrelevant one horizon after its last
-write; the horizon depends on the algorithm). Writes go to the most recently
-opened page; once that page is a horizon old, and the other page has nothing
-that can still matter, the other page is wiped and opened afresh. A field
-written to the new page is removed from the old one. So a bucket lives in
-exactly one page, dead buckets disappear with their page, and each page's TTL
-is its "_u": an idle page pair frees itself.
+with a TTL costs over 100 bytes; a field about 30). A bucket's state stops
+mattering one horizon H after its last write (H depends on the algorithm:
+horizon_ms). Time is cut into epochs of H: in epoch e = floor(now / H) page
+a is current when e is even, page b when it is odd. A bucket is read from the
+current page, else from the other one; it is written to the current page (and
+removed from the other, where it stood). A page expires at the start of the
+second epoch after the one it was written in, (e + 2) * H (its TTL is set
+relative to now: a test's pinned clock may be anywhere), which is when it
+becomes current again: so a bucket written in epoch e lives at least H, a
+bucket idle for two epochs is gone with its page, and the page pair of an
+idle rule frees itself. Only the first write of a bucket in an epoch sets the
+page's TTL (HSET says the field is new), and a TTL is only ever lengthened,
+never shortened, so a rule whose horizon shrank keeps its older buckets as
+long as they matter. Every state says by itself when it stops counting (its
+window index, its drain time), so a state read from a page older than its
+epoch says nothing wrong: the pages only bound memory, they are not part of
+the arithmetic. Steady traffic therefore costs one HGET and one HSET per rule.
+
+States. A page's bucket is stored as big-endian doubles (struct.pack '>d',
+exact for integers below 2^53): FIXED_WINDOW 4 of them (32 bytes),
+SLIDING_WINDOW_COUNTER 5 (40 bytes), the meters 4 (32 bytes), in the order of
+src/domain/algorithms/types.ts. Packing and unpacking is one C call; parsing
+decimal text cost more than the rest of a rule's arithmetic. A big-endian
+double of an integer >= 0 never begins with an ASCII digit, so a state written
+as decimal text (":"-separated, by versions before this layout) is still read,
+and counters carry over an upgrade.
 
 Twins. A function computing what src/domain/algorithms computes bears the
 snake_case name of its TypeScript twin; a helper private to a TypeScript
@@ -107,18 +137,33 @@ module is prefixed with the module's name.
 Inlined here: beyondCapacity (refused with the rule's window), both
 rollForwards (in the evaluate functions), earliestRelease (the loop in
 evaluate_sliding_window_counter). With no twin, as they handle Redis's
-storage: int, parse_state, read_state, meter_state, horizon_ms, read_pages,
-write_page, append_log and the release's functions.
+storage: int, decode_state, state_text, horizon_ms, read_bucket,
+write_bucket, append_log and the release's functions.
+
+Speed. The hot path allocates little: one table per rule (its record, built
+with all its fields at once), verdicts written into it, and no closures. A
+rule's spec is parsed once and kept (rule_spec): parsing five numbers cost
+more than a rule's arithmetic. Redis runs a library's top level without the
+standard library, so the locals below that name its functions are bound by
+the first call (bind).
 ]]
+
+local tonumber, floor, max, min, call, pack, unpack_struct, format, match, byte
+
+local function bind()
+  tonumber, floor, max, min = _G.tonumber, math.floor, math.max, math.min
+  call, pack, unpack_struct = redis.call, struct.pack, struct.unpack
+  format, match, byte = string.format, string.match, string.byte
+end
 
 -- Every quantity here is an integer below 2^53 (src/domain/algorithms/integer.ts),
 -- which '%d' prints exactly, at about half the cost of '%.0f'.
 local function int(x)
-  return string.format('%d', x)
+  return format('%d', x)
 end
 
 local function div_floor(a, b)
-  local q = math.floor(a / b)
+  local q = floor(a / b)
   if q * b > a then
     q = q - 1
   elseif (q + 1) * b <= a then
@@ -133,41 +178,54 @@ local function div_ceil(a, b)
   return q
 end
 
-local function parse_state(value)
+-- A stored state's first `parts` numbers, or nothing when it has fewer (a
+-- state written under another algorithm, say). See "States" above.
+local function decode_state(value, parts)
   if not value then return nil end
-  local state = {}
-  for part in string.gmatch(value, '[^:]+') do state[#state + 1] = tonumber(part) end
-  return state
-end
-
--- What an algorithm reads of its stored state: its first 4 or 5 parts (nil
--- when it has fewer), in one match instead of a split. parse_state stays for
--- release, which compares whole states.
-local function read_state(value, parts)
-  if not value then return nil end
-  if parts == 4 then
-    local a, b, c, d = string.match(value, '^([^:]+):([^:]+):([^:]+):([^:]+)')
-    if a then return { tonumber(a), tonumber(b), tonumber(c), tonumber(d) } end
-  else
-    local a, b, c, d, e = string.match(value, '^([^:]+):([^:]+):([^:]+):([^:]+):([^:]+)')
-    if a then return { tonumber(a), tonumber(b), tonumber(c), tonumber(d), tonumber(e) } end
+  local first = byte(value)
+  if first and first >= 48 and first <= 57 then
+    if parts == 4 then
+      local a, b, c, d = match(value, '^([^:]+):([^:]+):([^:]+):([^:]+)')
+      if a then return tonumber(a), tonumber(b), tonumber(c), tonumber(d) end
+    else
+      local a, b, c, d, e = match(value, '^([^:]+):([^:]+):([^:]+):([^:]+):([^:]+)')
+      if a then return tonumber(a), tonumber(b), tonumber(c), tonumber(d), tonumber(e) end
+    end
+    return nil
   end
-  return nil
+  if #value < parts * 8 then return nil end
+  if parts == 4 then
+    local a, b, c, d = unpack_struct('>dddd', value)
+    return a, b, c, d
+  end
+  local a, b, c, d, e = unpack_struct('>ddddd', value)
+  return a, b, c, d, e
 end
 
--- Each algorithm returns a verdict: conforming, delay, retry (ms or nil),
--- remaining and reset if admitted, remaining and reset as things stand, and
--- the state to store if admitted. The window counters also say at which index
--- of that state the request's units are counted (current or next), so that a
--- release can find them again.
-local function admitted(next, delay, if_remaining, if_reset, remaining, reset, counted_at)
-  return { conforming = true, delay = delay, retry = nil, if_remaining = if_remaining, if_reset = if_reset,
-           remaining = remaining, reset = reset, next = next, counted_at = counted_at }
+-- A state as the receipts carry it: decimal integers joined by ':'.
+local function state_text(value)
+  if not value then return '' end
+  local first = byte(value)
+  if first and first >= 48 and first <= 57 then return value end
+  local parts = {}
+  for i = 1, floor(#value / 8) do parts[i] = int((unpack_struct('>d', value, (i - 1) * 8 + 1))) end
+  return table.concat(parts, ':')
 end
 
-local function refused(retry, remaining, reset)
-  return { conforming = false, delay = 0, retry = retry, if_remaining = remaining, if_reset = reset,
-           remaining = remaining, reset = reset }
+-- Each algorithm writes its verdict into the rule's record `r`: conforming,
+-- delay, retry (ms, or nil when conforming), remaining and reset if admitted,
+-- remaining and reset as things stand, and the state to store if admitted.
+-- The window counters also say at which index of that state the request's
+-- units are counted (current or next), so that a release can find them again.
+local function admitted(r, next, delay, if_remaining, if_reset, remaining, reset, counted_at)
+  r.conforming, r.delay, r.retry = true, delay, nil
+  r.if_remaining, r.if_reset, r.remaining, r.reset = if_remaining, if_reset, remaining, reset
+  r.next, r.counted_at = next, counted_at
+end
+
+local function refused(r, retry, remaining, reset)
+  r.conforming, r.delay, r.retry = false, 0, retry
+  r.if_remaining, r.if_reset, r.remaining, r.reset = remaining, reset, remaining, reset
 end
 
 -- A state aged to `window` (an index of the window length it was counted in).
@@ -188,15 +246,16 @@ local function fixed_window_usage(limit, window_ms, window_end, now, curr, queue
   elseif curr > 0 then
     reset = window_end
   end
-  return math.max(0, limit - curr - queued), reset
+  return max(0, limit - curr - queued), reset
 end
 
-local function evaluate_fixed_window(state, now, p, cost)
-  local limit, window_ms = p.limit, p.window_ms
-  local window, current, next = math.floor(now / window_ms), 0, 0
-  if state then
-    local aged, curr, queued = fixed_window_age(state[1], state[2], state[3], math.floor(now / state[4]))
-    if state[4] ~= window_ms then
+local function evaluate_fixed_window(r, value, now, cost)
+  local limit, window_ms = r.limit, r.window_ms
+  local window, current, next = floor(now / window_ms), 0, 0
+  local s1, s2, s3, s4 = decode_state(value, 4)
+  if s1 then
+    local aged, curr, queued = fixed_window_age(s1, s2, s3, floor(now / s4))
+    if s4 ~= window_ms then
       current = curr + queued
     else
       window, current, next = aged, curr, queued
@@ -204,21 +263,19 @@ local function evaluate_fixed_window(state, now, p, cost)
   end
   local window_end = (window + 1) * window_ms
   local remaining, reset = fixed_window_usage(limit, window_ms, window_end, now, current, next)
-  if cost > limit then return refused(window_ms, remaining, reset) end
+  if cost > limit then return refused(r, window_ms, remaining, reset) end
   if current + cost <= limit then
     local if_remaining, if_reset = fixed_window_usage(limit, window_ms, window_end, now, current + cost, next)
-    local stored = string.format('%d:%d:%d:%d', window, current + cost, next, window_ms)
-    return admitted(stored, 0, if_remaining, if_reset, remaining, reset, 2)
+    return admitted(r, pack('>dddd', window, current + cost, next, window_ms), 0, if_remaining, if_reset, remaining, reset, 2)
   end
-  local throttle = p.action == ACTION_THROTTLE
+  local throttle = r.action == ACTION_THROTTLE
   if throttle and next + cost <= limit then
     local if_remaining, if_reset = fixed_window_usage(limit, window_ms, window_end, now, current, next + cost)
-    local stored = string.format('%d:%d:%d:%d', window, current, next + cost, window_ms)
-    return admitted(stored, window_end - now, if_remaining, if_reset, remaining, reset, 3)
+    return admitted(r, pack('>dddd', window, current, next + cost, window_ms), window_end - now, if_remaining, if_reset, remaining, reset, 3)
   end
   local wait_windows = 1
   if throttle or next + cost <= limit then wait_windows = 0 end
-  return refused(window_end + wait_windows * window_ms - now, remaining, reset)
+  return refused(r, window_end + wait_windows * window_ms - now, remaining, reset)
 end
 
 local function sliding_window_counter_weight(elapsed, window_ms)
@@ -234,7 +291,7 @@ local function sliding_window_counter_earliest_in_window(prev, curr, from, from_
   if prev * from_weight <= room then return from end
   local k = div_floor(room, prev)
   local at = window_ms - div_floor(k * window_ms, WEIGHT_ONE)
-  if at < window_ms then return math.max(at, from) end
+  if at < window_ms then return max(at, from) end
   return nil
 end
 
@@ -248,7 +305,7 @@ end
 -- What a sliding window counter leaves, `carried` being what its previous
 -- window's `prev` units still count, and when it is empty again.
 local function sliding_window_counter_usage(limit, window, window_ms, now, carried, prev, curr, queued)
-  local remaining = math.max(0, limit - curr - queued - carried)
+  local remaining = max(0, limit - curr - queued - carried)
   local reset = now
   if queued > 0 then
     reset = (window + 3) * window_ms
@@ -260,30 +317,31 @@ local function sliding_window_counter_usage(limit, window, window_ms, now, carri
   return remaining, reset
 end
 
-local function evaluate_sliding_window_counter(state, now, p, cost)
-  local limit, window_ms = p.limit, p.window_ms
-  local window = math.floor(now / window_ms)
+local function evaluate_sliding_window_counter(r, value, now, cost)
+  local limit, window_ms = r.limit, r.window_ms
+  local window = floor(now / window_ms)
   local previous, current, next = 0, 0, 0
-  if state then
-    local aged, prev, curr, queued = sliding_window_counter_age(state[1], state[2], state[3], state[4], math.floor(now / state[5]))
-    if state[5] ~= window_ms then
+  local s1, s2, s3, s4, s5 = decode_state(value, 5)
+  if s1 then
+    local aged, prev, curr, queued = sliding_window_counter_age(s1, s2, s3, s4, floor(now / s5))
+    if s5 ~= window_ms then
       current = prev + curr + queued
     else
       window, previous, current, next = aged, prev, curr, queued
     end
   end
-  local elapsed = math.max(0, now - window * window_ms)
+  local elapsed = max(0, now - window * window_ms)
   local weight = sliding_window_counter_weight(elapsed, window_ms)
   -- A request never counts in the previous window: what it carries is the
   -- same before and after.
   local carried = div_ceil(previous * weight, WEIGHT_ONE)
   local remaining, reset = sliding_window_counter_usage(limit, window, window_ms, now, carried, previous, current, next)
-  if cost > limit then return refused(window_ms, remaining, reset) end
+  if cost > limit then return refused(r, window_ms, remaining, reset) end
 
   -- The earliest release: in this window, else the next, else the one after
   -- (each seen from its start, where the previous window weighs WEIGHT_ONE, with
   -- the counts it will have then).
-  local throttle = p.action == ACTION_THROTTLE
+  local throttle = r.action == ACTION_THROTTLE
   local release, windows_ahead = (window + 3) * window_ms, 3
   local first = 1
   if throttle and next > 0 then first = 2 end
@@ -303,74 +361,75 @@ local function evaluate_sliding_window_counter(state, now, p, cost)
   local wait = release - now
   local curr, queued, counted_at = current, next, 3
   if not throttle then
-    if wait > 0 then return refused(wait, remaining, reset) end
+    if wait > 0 then return refused(r, wait, remaining, reset) end
     curr = current + cost
   else
-    if wait > window_ms then return refused(wait - window_ms, remaining, reset) end
+    if wait > window_ms then return refused(r, wait - window_ms, remaining, reset) end
     if windows_ahead == 0 then curr = current + cost else queued, counted_at = next + cost, 4 end
   end
   local if_remaining, if_reset = sliding_window_counter_usage(limit, window, window_ms, now, carried, previous, curr, queued)
-  local stored = string.format('%d:%d:%d:%d:%d', window, previous, curr, queued, window_ms)
-  return admitted(stored, wait, if_remaining, if_reset, remaining, reset, counted_at)
+  return admitted(r, pack('>ddddd', window, previous, curr, queued, window_ms), wait, if_remaining, if_reset, remaining, reset, counted_at)
 end
 
 -- TOKEN_BUCKET and LEAKY_BUCKET: a debt, in 1/window_ms token units, draining
 -- at `limit` units per ms, forgotten once drained under the rule it was
 -- taken under (see src/domain/algorithms/meter.ts).
 
--- The debt at `now`, and the time the stored state counts from.
-local function meter_settle(state, now, p)
+-- The debt at `now`, and the time the stored state counts from, for a state
+-- (owed, since, window_ms, drained at) or none (s1 nil).
+local function meter_settle(s1, s2, s3, s4, now, limit, window_ms)
   local debt, since = 0, now
-  if state and #state >= 4 then
-    since = math.max(now, state[2])
-    if now < state[4] then
-      debt = state[1]
-      if state[3] ~= p.window_ms then debt = math.ceil((state[1] / state[3]) * p.window_ms) end
-      local elapsed = now - state[2]
+  if s1 then
+    since = max(now, s2)
+    if now < s4 then
+      debt = s1
+      if s3 ~= window_ms then debt = math.ceil((s1 / s3) * window_ms) end
+      local elapsed = now - s2
       if elapsed > 0 then
-        if elapsed >= div_ceil(debt, p.limit) then debt = 0 else debt = debt - elapsed * p.limit end
+        if elapsed >= div_ceil(debt, limit) then debt = 0 else debt = debt - elapsed * limit end
       end
     end
   end
   return debt, since
 end
 
-local function meter_state(owed, since, p)
-  return string.format('%d:%d:%d:%d', owed, since, p.window_ms, since + div_ceil(owed, p.limit))
+local function meter_state(owed, since, limit, window_ms)
+  return pack('>dddd', owed, since, window_ms, since + div_ceil(owed, limit))
 end
 
 -- What a meter of `full` units leaves owing `owed`, and when it is drained.
 local function meter_usage(full, limit, window_ms, now, owed)
-  return div_floor(math.max(0, full - owed), window_ms), now + div_ceil(owed, limit)
+  return div_floor(max(0, full - owed), window_ms), now + div_ceil(owed, limit)
 end
 
-local function evaluate_meter(state, now, p, cost, leaky)
-  local limit, window_ms, capacity = p.limit, p.window_ms, p.capacity
-  local debt, since = meter_settle(state, now, p)
+local function evaluate_meter(r, value, now, cost, leaky)
+  local limit, window_ms, capacity = r.limit, r.window_ms, r.capacity
+  local s1, s2, s3, s4 = decode_state(value, 4)
+  local debt, since = meter_settle(s1, s2, s3, s4, now, limit, window_ms)
   local full = capacity * window_ms
   local remaining, reset = meter_usage(full, limit, window_ms, now, debt)
-  if cost > capacity then return refused(window_ms, remaining, reset) end
-  local throttle = p.action == ACTION_THROTTLE
+  if cost > capacity then return refused(r, window_ms, remaining, reset) end
+  local throttle = r.action == ACTION_THROTTLE
   local line = 0
   if throttle and not leaky then line = limit * window_ms end
   local owed = debt + cost * window_ms
-  if owed > full + line then return refused(div_ceil(owed - full - line, limit), remaining, reset) end
+  if owed > full + line then return refused(r, div_ceil(owed - full - line, limit), remaining, reset) end
   local delay = 0
   if throttle then
-    if leaky then delay = div_ceil(debt, limit) else delay = div_ceil(math.max(0, owed - full), limit) end
+    if leaky then delay = div_ceil(debt, limit) else delay = div_ceil(max(0, owed - full), limit) end
   end
   local if_remaining, if_reset = meter_usage(full, limit, window_ms, now, owed)
-  return admitted(meter_state(owed, since, p), delay, if_remaining, if_reset, remaining, reset)
+  return admitted(r, meter_state(owed, since, limit, window_ms), delay, if_remaining, if_reset, remaining, reset)
 end
 
 -- The index of the log's first entry released after `cutoff` (the list is
 -- sorted): one LINDEX in the usual case, a binary search over a dead prefix.
 local function sliding_window_log_live(key, cutoff, length)
-  if length == 0 or tonumber(redis.call('LINDEX', key, 0)) > cutoff then return 0 end
+  if length == 0 or tonumber(call('LINDEX', key, 0)) > cutoff then return 0 end
   local lo, hi = 1, length
   while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if tonumber(redis.call('LINDEX', key, mid)) > cutoff then hi = mid else lo = mid + 1 end
+    local mid = floor((lo + hi) / 2)
+    if tonumber(call('LINDEX', key, mid)) > cutoff then hi = mid else lo = mid + 1 end
   end
   return lo
 end
@@ -378,109 +437,127 @@ end
 -- What a log leaves holding `n` entries, the newest released at `newest`,
 -- and when it is empty again.
 local function sliding_window_log_usage(limit, window_ms, now, n, newest)
-  if n > 0 then return math.max(0, limit - n), newest + window_ms end
+  if n > 0 then return max(0, limit - n), newest + window_ms end
   return limit, now
 end
 
 -- SLIDING_WINDOW_LOG reads its list directly and changes nothing; entries
 -- that have left the window are dropped by the call that appends.
-local function evaluate_sliding_window_log(key, now, p, cost)
-  local limit, window_ms = p.limit, p.window_ms
-  local length = redis.call('LLEN', key)
+local function evaluate_sliding_window_log(r, now, cost)
+  local key, limit, window_ms = r.key, r.limit, r.window_ms
+  local length = call('LLEN', key)
   local first = sliding_window_log_live(key, now - window_ms, length)
   local count = length - first
-  p.dead = first
+  r.dead = first
   local last = nil
-  if count > 0 then last = tonumber(redis.call('LINDEX', key, -1)) end
+  if count > 0 then last = tonumber(call('LINDEX', key, -1)) end
   local remaining, reset = sliding_window_log_usage(limit, window_ms, now, count, last)
-  if cost > limit then return refused(window_ms, remaining, reset) end
-  local throttle = p.action == ACTION_THROTTLE
+  if cost > limit then return refused(r, window_ms, remaining, reset) end
+  local throttle = r.action == ACTION_THROTTLE
   local must_leave = count + cost - limit
   local not_before = now
-  if throttle and last then not_before = math.max(now, last) end
+  if throttle and last then not_before = max(now, last) end
   local release = not_before
   if must_leave > 0 then
-    release = math.max(not_before, tonumber(redis.call('LINDEX', key, first + must_leave - 1)) + window_ms)
+    release = max(not_before, tonumber(call('LINDEX', key, first + must_leave - 1)) + window_ms)
   end
   local wait = release - now
   local allowed_wait = 0
   if throttle then allowed_wait = window_ms end
-  if wait > allowed_wait then return refused(wait - allowed_wait, remaining, reset) end
+  if wait > allowed_wait then return refused(r, wait - allowed_wait, remaining, reset) end
   -- Units queued by an earlier THROTTLE may lie ahead of now: never record a
   -- unit before them, so the log stays sorted.
   local stamp = release
-  if last then stamp = math.max(release, last) end
+  if last then stamp = max(release, last) end
   local if_remaining, if_reset = sliding_window_log_usage(limit, window_ms, now, count + cost, stamp)
-  return admitted(stamp, wait, if_remaining, if_reset, remaining, reset)
+  return admitted(r, stamp, wait, if_remaining, if_reset, remaining, reset)
 end
 
 local function append_log(key, dead, release, cost, now, window_ms)
-  if dead > 0 then redis.call('LTRIM', key, dead, -1) end
+  if dead > 0 then call('LTRIM', key, dead, -1) end
   local chunk = {}
   local stamp = int(release)
   local left = cost
   while left > 0 do
-    local n = math.min(left, 1000)
+    local n = min(left, 1000)
     for i = 1, n do chunk[i] = stamp end
     for i = n + 1, #chunk do chunk[i] = nil end
-    redis.call('RPUSH', key, unpack(chunk))
+    call('RPUSH', key, unpack(chunk))
     left = left - n
   end
-  redis.call('PEXPIRE', key, int(release + window_ms - now))
+  call('PEXPIRE', key, int(release + window_ms - now))
 end
 
-local function horizon_ms(p)
-  if p.algorithm == ALGO_FIXED_WINDOW then return 2 * p.window_ms end
-  if p.algorithm == ALGO_SLIDING_WINDOW_COUNTER then return 3 * p.window_ms end
-  return div_ceil((p.capacity + p.limit) * p.window_ms, p.limit)
+local function horizon_ms(algorithm, limit, window_ms, capacity)
+  if algorithm == ALGO_FIXED_WINDOW then return 2 * window_ms end
+  if algorithm == ALGO_SLIDING_WINDOW_COUNTER then return 3 * window_ms end
+  if algorithm == ALGO_SLIDING_WINDOW_LOG then return window_ms end
+  return div_ceil((capacity + limit) * window_ms, limit)
 end
 
--- The page pair `keys` as read for `field`, and the field's value.
-local function read_pages(keys, field)
-  local a = redis.call('HMGET', keys[1], '_o', '_u', field)
-  local b = redis.call('HMGET', keys[2], '_o', '_u', field)
-  local opened_a, opened_b = tonumber(a[1]), tonumber(b[1])
-  local current = 1
-  if (opened_b or -1) > (opened_a or -1) then current = 2 end
-  local values = { a[3], b[3] }
-  local found = nil
-  if values[current] then
-    found = current
-  elseif values[3 - current] then
-    found = 3 - current
+-- Rule specs as parsed, by their text. What a rule asks never changes under
+-- its text, so a spec parsed once serves every later call; the table is
+-- emptied when it grows past any real number of rule versions in use, so
+-- that it stays small whatever callers send.
+local specs, spec_count = {}, 0
+local most_specs = 10000
+
+local function rule_spec(text)
+  local spec = specs[text]
+  if spec then return spec end
+  local algorithm, limit, window_ms, capacity, action = match(text, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+  if not algorithm then return error('decide: malformed rule spec "' .. text .. '"') end
+  algorithm, limit, window_ms, capacity, action = tonumber(algorithm), tonumber(limit), tonumber(window_ms), tonumber(capacity), tonumber(action)
+  spec = { algorithm = algorithm, limit = limit, window_ms = window_ms, capacity = capacity, action = action,
+           horizon = horizon_ms(algorithm, limit, window_ms, capacity) }
+  if spec_count >= most_specs then specs, spec_count = {}, 0 end
+  specs[text], spec_count = spec, spec_count + 1
+  return spec
+end
+
+-- Reads a page's bucket into its record (see "Pages" above): which page is
+-- current, where the bucket was found and its value there.
+local function read_bucket(r, now)
+  local horizon = r.horizon
+  local epoch = floor(now / horizon)
+  if epoch % 2 == 0 then r.current, r.other = r.page_a, r.page_b else r.current, r.other = r.page_b, r.page_a end
+  r.expires = (epoch + 2) * horizon
+  local value = call('HGET', r.current, r.field)
+  if value then
+    r.found = r.current
+  else
+    value = call('HGET', r.other, r.field)
+    if value then r.found = r.other end
   end
-  local page = { keys = keys, opened = { opened_a, opened_b }, open_until = { tonumber(a[2]), tonumber(b[2]) }, current = current, found = found }
-  return page, found and values[found]
+  r.previous = value
+  return value
 end
 
-local function write_page(page, field, value, now, horizon)
-  local cur = page.current
-  local other = 3 - cur
-  if not page.opened[cur] then
-    redis.call('HSET', page.keys[cur], '_o', int(now))
-    page.opened[cur] = now
-  elseif now - page.opened[cur] >= horizon and (not page.opened[other] or now >= (page.open_until[other] or 0)) then
-    redis.call('DEL', page.keys[other])
-    redis.call('HSET', page.keys[other], '_o', int(now))
-    page.opened[other], page.open_until[other] = now, nil
-    if page.found == other then page.found = nil end
-    cur, other = other, cur
-  end
-  redis.call('HSET', page.keys[cur], field, value)
-  if page.found == other then redis.call('HDEL', page.keys[other], field) end
-  local open_until = page.open_until[cur]
-  if not open_until or open_until < now + horizon then
-    redis.call('HSET', page.keys[cur], '_u', int(now + 2 * horizon))
-    redis.call('PEXPIRE', page.keys[cur], int(2 * horizon))
+-- The page's TTL is set relative to `now`, not as an absolute time: `now`
+-- is Redis TIME in service, but a test's pinned clock may be anywhere.
+local function write_bucket(r, value, now)
+  local page = r.current
+  if call('HSET', page, r.field, value) == 1 then
+    -- The bucket's first write in this page this epoch: give the page its
+    -- TTL if it has none, else lengthen it if it is shorter.
+    local ttl = int(r.expires - now)
+    call('PEXPIRE', page, ttl, 'NX')
+    call('PEXPIRE', page, ttl, 'GT')
+    if r.found == r.other then call('HDEL', r.other, r.field) end
   end
 end
 
 -- Release: the units a reservation took, given back (see the header).
 
-local function serialize(state)
-  local parts = {}
-  for i = 1, #state do parts[i] = int(state[i]) end
-  return table.concat(parts, ':')
+local function parse_state(text)
+  if text == '' then return nil end
+  local state = {}
+  for part in string.gmatch(text, '[^:]+') do state[#state + 1] = tonumber(part) end
+  return state
+end
+
+local function pack_state(state)
+  return pack('>' .. string.rep('d', #state), unpack(state))
 end
 
 -- A window counter's units, counted at index `counted_at` of the state the
@@ -490,21 +567,22 @@ local function give_back_count(state, taken, counted_at, cost)
   if not state or #state ~= #taken or state[#state] ~= taken[#taken] then return nil end
   local index = counted_at - (state[1] - taken[1])
   if index < 2 or index > #state - 1 then return nil end
-  state[index] = math.max(0, state[index] - cost)
-  return serialize(state)
+  state[index] = max(0, state[index] - cost)
+  return pack_state(state)
 end
 
 -- A meter's debt drains from the front: what is left of the reservation is
 -- its units minus what has drained since beyond the debt ahead of it.
-local function give_back_debt(state, taken, cost, now, p)
-  if not state or #state < 4 or state[3] ~= p.window_ms or taken[3] ~= p.window_ms then return nil end
-  local debt, since = meter_settle(state, now, p)
-  local units = cost * p.window_ms
+local function give_back_debt(state, taken, cost, now, r)
+  local limit, window_ms = r.limit, r.window_ms
+  if not state or #state < 4 or state[3] ~= window_ms or taken[3] ~= window_ms then return nil end
+  local debt, since = meter_settle(state[1], state[2], state[3], state[4], now, limit, window_ms)
+  local units = cost * window_ms
   local ahead = taken[1] - units
-  local drained = math.max(0, now - taken[2]) * p.limit
-  local left = math.min(units, math.max(0, ahead + units - drained))
+  local drained = max(0, now - taken[2]) * limit
+  local left = min(units, max(0, ahead + units - drained))
   if left == 0 then return nil end
-  return meter_state(math.max(0, debt - left), since, p)
+  return meter_state(max(0, debt - left), since, limit, window_ms)
 end
 
 -- A log's entries that left the window are dropped by the call that appends;
@@ -514,7 +592,7 @@ local function dead_runs(key, dead)
   if dead == 0 then return '' end
   local runs = {}
   local stamp, count = nil, 0
-  for _, entry in ipairs(redis.call('LRANGE', key, 0, dead - 1)) do
+  for _, entry in ipairs(call('LRANGE', key, 0, dead - 1)) do
     if entry ~= stamp then
       if stamp then runs[#runs + 1] = stamp .. '*' .. count end
       stamp, count = entry, 0
@@ -534,140 +612,144 @@ local function restore_dead(key, runs, window_ms)
   local i = #entries
   while i > 0 do
     local chunk = {}
-    for j = i, math.max(1, i - 999), -1 do chunk[#chunk + 1] = entries[j] end
-    redis.call('LPUSH', key, unpack(chunk))
+    for j = i, max(1, i - 999), -1 do chunk[#chunk + 1] = entries[j] end
+    call('LPUSH', key, unpack(chunk))
     i = i - #chunk
   end
-  if redis.call('PTTL', key) < 0 then redis.call('PEXPIRE', key, window_ms) end
+  if call('PTTL', key) < 0 then call('PEXPIRE', key, window_ms) end
 end
 
-local function release(p, receipt, now, cost)
+local function release(r, receipt, now, cost)
   if receipt == '' then return RELEASE_NOTHING_LEFT end
-  if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
-    local stamp, runs = string.match(receipt, '^([^/]*)/(.*)$')
-    local removed = redis.call('LREM', p.key, -cost, stamp)
-    if runs ~= '' then restore_dead(p.key, runs, p.window_ms) end
+  if r.algorithm == ALGO_SLIDING_WINDOW_LOG then
+    local stamp, runs = match(receipt, '^([^/]*)/(.*)$')
+    local removed = call('LREM', r.key, -cost, stamp)
+    if runs ~= '' then restore_dead(r.key, runs, r.window_ms) end
     if removed > 0 then return RELEASE_RESTORED end
     return RELEASE_NOTHING_LEFT
   end
-  local written, previous, counted_at = string.match(receipt, '^([^/]*)/([^/]*)/(%d*)$')
-  local page, value = read_pages(p.keys, p.field)
+  local written, previous, counted_at = match(receipt, '^([^/]*)/([^/]*)/(%d*)$')
+  local value = read_bucket(r, now)
   if not value then return RELEASE_NOTHING_LEFT end
-  local key = page.keys[page.found]
-  if value == written then
-    if previous == '' then redis.call('HDEL', key, p.field) else redis.call('HSET', key, p.field, previous) end
+  local stored = state_text(value)
+  if stored == written then
+    if previous == '' then call('HDEL', r.found, r.field) else call('HSET', r.found, r.field, pack_state(parse_state(previous))) end
     return RELEASE_RESTORED
   end
   local given
-  if p.algorithm == ALGO_SLIDING_WINDOW_COUNTER or p.algorithm == ALGO_FIXED_WINDOW then
-    given = give_back_count(parse_state(value), parse_state(written), tonumber(counted_at), cost)
+  if r.algorithm == ALGO_SLIDING_WINDOW_COUNTER or r.algorithm == ALGO_FIXED_WINDOW then
+    given = give_back_count(parse_state(stored), parse_state(written), tonumber(counted_at), cost)
   else
-    given = give_back_debt(parse_state(value), parse_state(written), cost, now, p)
+    given = give_back_debt(parse_state(stored), parse_state(written), cost, now, r)
   end
   if not given then return RELEASE_NOTHING_LEFT end
-  redis.call('HSET', key, p.field, given)
+  call('HSET', r.found, r.field, given)
   return RELEASE_SUBTRACTED
 end
 
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-local cost = tonumber(ARGV[2])
-local mode = tonumber(ARGV[3])
-local count = tonumber(ARGV[4])
-
-local params = {}
-local key_index = 1
-for i = 1, count do
-  local base = 4 + (i - 1) * 6
-  local p = {
-    algorithm = tonumber(ARGV[base + 1]),
-    limit = tonumber(ARGV[base + 2]),
-    window_ms = tonumber(ARGV[base + 3]),
-    capacity = tonumber(ARGV[base + 4]),
-    action = tonumber(ARGV[base + 5]),
-    field = ARGV[base + 6],
-  }
-  if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
-    p.key = KEYS[key_index]
-    key_index = key_index + 1
+local function decide(keys, args)
+  if not call then bind() end
+  local now
+  if args[1] ~= '' then
+    now = tonumber(args[1])
   else
-    p.keys = { KEYS[key_index], KEYS[key_index + 1] }
-    key_index = key_index + 2
+    local time = call('TIME')
+    now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
   end
-  params[i] = p
-end
+  local cost = tonumber(args[2])
+  local mode = tonumber(args[3])
+  local count = tonumber(args[4])
 
-if bit.band(mode, MODE_RELEASE) ~= 0 then
-  local reply = { now }
-  for i = 1, count do reply[i + 1] = release(params[i], ARGV[4 + count * 6 + i], now, cost) end
+  -- Each rule's record, built with every field it will hold so that it is
+  -- allocated once (see "Speed" in the header).
+  local rules = {}
+  local key_index = 1
+  for i = 1, count do
+    local p = rule_spec(args[3 + 2 * i])
+    local algorithm = p.algorithm
+    local r = {
+      algorithm = algorithm, limit = p.limit, window_ms = p.window_ms, capacity = p.capacity, action = p.action, horizon = p.horizon,
+      field = args[4 + 2 * i], key = false, page_a = false, page_b = false, current = false, other = false, found = false,
+      previous = false, expires = 0, dead = 0, conforming = false, delay = 0, retry = false, if_remaining = 0, if_reset = 0,
+      remaining = 0, reset = 0, next = false, counted_at = false,
+    }
+    if algorithm == ALGO_SLIDING_WINDOW_LOG then
+      r.key = keys[key_index]
+      key_index = key_index + 1
+    else
+      r.page_a, r.page_b = keys[key_index], keys[key_index + 1]
+      key_index = key_index + 2
+    end
+    rules[i] = r
+  end
+
+  if bit.band(mode, MODE_RELEASE) ~= 0 then
+    local reply = { now }
+    for i = 1, count do reply[i + 1] = release(rules[i], args[4 + count * 2 + i], now, cost) end
+    return reply
+  end
+
+  local allowed = true
+  for i = 1, count do
+    local r = rules[i]
+    local algorithm = r.algorithm
+    if algorithm == ALGO_SLIDING_WINDOW_LOG then
+      evaluate_sliding_window_log(r, now, cost)
+    elseif algorithm == ALGO_SLIDING_WINDOW_COUNTER then
+      evaluate_sliding_window_counter(r, read_bucket(r, now), now, cost)
+    elseif algorithm == ALGO_FIXED_WINDOW then
+      evaluate_fixed_window(r, read_bucket(r, now), now, cost)
+    else
+      evaluate_meter(r, read_bucket(r, now), now, cost, algorithm == ALGO_LEAKY_BUCKET)
+    end
+    if not r.conforming and r.action ~= ACTION_LOG_ONLY then allowed = false end
+  end
+
+  local writes = bit.band(mode, MODE_DRY_RUN) == 0
+  local reserving = bit.band(mode, MODE_RESERVE) ~= 0
+  local reply = { now, 0 }
+  if allowed then reply[2] = 1 end
+  for i = 1, count do
+    local r = rules[i]
+    local counted = allowed and r.conforming
+    local receipt = ''
+    if counted and writes then
+      if r.algorithm == ALGO_SLIDING_WINDOW_LOG then
+        if reserving then receipt = int(r.next) .. '/' .. dead_runs(r.key, r.dead) end
+        append_log(r.key, r.dead, r.next, cost, now, r.window_ms)
+      else
+        write_bucket(r, r.next, now)
+        if reserving then receipt = state_text(r.next) .. '/' .. state_text(r.previous) .. '/' .. (r.counted_at or '') end
+      end
+    end
+    local conforming = 0
+    if r.conforming then conforming = 1 end
+    local retry = r.retry or -1
+    if reserving then
+      local base = 2 + (i - 1) * 7
+      reply[base + 1] = conforming
+      reply[base + 2] = r.if_remaining
+      reply[base + 3] = r.if_reset
+      reply[base + 4] = retry
+      reply[base + 5] = r.delay
+      reply[base + 6] = r.remaining
+      reply[base + 7] = r.reset
+      reply[2 + count * 7 + i] = receipt
+    else
+      local base = 2 + (i - 1) * 5
+      reply[base + 1] = conforming
+      if counted then
+        reply[base + 2] = r.if_remaining
+        reply[base + 3] = r.if_reset
+        reply[base + 4] = retry
+        reply[base + 5] = r.delay
+      else
+        reply[base + 2] = r.remaining
+        reply[base + 3] = r.reset
+        reply[base + 4] = retry
+        reply[base + 5] = 0
+      end
+    end
+  end
   return reply
 end
-
-local verdicts = {}
-local allowed = true
-for i = 1, count do
-  local p = params[i]
-  local v
-  if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
-    v = evaluate_sliding_window_log(p.key, now, p, cost)
-  else
-    local page, value = read_pages(p.keys, p.field)
-    p.page, p.previous = page, value
-    if p.algorithm == ALGO_SLIDING_WINDOW_COUNTER then
-      v = evaluate_sliding_window_counter(read_state(value, 5), now, p, cost)
-    elseif p.algorithm == ALGO_FIXED_WINDOW then
-      v = evaluate_fixed_window(read_state(value, 4), now, p, cost)
-    else
-      v = evaluate_meter(read_state(value, 4), now, p, cost, p.algorithm == ALGO_LEAKY_BUCKET)
-    end
-  end
-  if not v.conforming and p.action ~= ACTION_LOG_ONLY then allowed = false end
-  verdicts[i] = v
-end
-
-local writes = bit.band(mode, MODE_DRY_RUN) == 0
-local reserving = bit.band(mode, MODE_RESERVE) ~= 0
-local reply = { now, 0 }
-if allowed then reply[2] = 1 end
-for i = 1, count do
-  local p, v = params[i], verdicts[i]
-  local counted = allowed and v.conforming
-  local receipt = ''
-  if counted and writes then
-    if p.algorithm == ALGO_SLIDING_WINDOW_LOG then
-      if reserving then receipt = int(v.next) .. '/' .. dead_runs(p.key, p.dead) end
-      append_log(p.key, p.dead, v.next, cost, now, p.window_ms)
-    else
-      write_page(p.page, p.field, v.next, now, horizon_ms(p))
-      if reserving then receipt = v.next .. '/' .. (p.previous or '') .. '/' .. (v.counted_at or '') end
-    end
-  end
-  local conforming = 0
-  if v.conforming then conforming = 1 end
-  if reserving then
-    local base = 2 + (i - 1) * 7
-    reply[base + 1] = conforming
-    reply[base + 2] = v.if_remaining
-    reply[base + 3] = v.if_reset
-    reply[base + 4] = v.retry or -1
-    reply[base + 5] = v.delay
-    reply[base + 6] = v.remaining
-    reply[base + 7] = v.reset
-    reply[2 + count * 7 + i] = receipt
-  else
-    local remaining, reset, delay = v.remaining, v.reset, 0
-    if counted then remaining, reset, delay = v.if_remaining, v.if_reset, v.delay end
-    local base = 2 + (i - 1) * 5
-    reply[base + 1] = conforming
-    reply[base + 2] = remaining
-    reply[base + 3] = reset
-    reply[base + 4] = v.retry or -1
-    reply[base + 5] = delay
-  end
-end
-return reply

@@ -1,9 +1,12 @@
 --[[
-reset.lua: forgets one bucket, whatever its algorithm.
+reset.lua: `reset` forgets one bucket, whatever its algorithm. A part of the
+library decide.lua opens (see its header).
 
-KEYS   [1] page a, [2] page b of the bucket's page pair, [3] the bucket's log
-ARGV   [1] the bucket's field in its page
+keys   [1] page a, [2] page b of the bucket's page pair, [3] the bucket's log
+args   [1] the bucket's field in its page
 Reply  the number of things removed: 0 when the bucket held nothing
 ]]
 
-return redis.call('HDEL', KEYS[1], ARGV[1]) + redis.call('HDEL', KEYS[2], ARGV[1]) + redis.call('DEL', KEYS[3])
+local function reset(keys, args)
+  return redis.call('HDEL', keys[1], args[1]) + redis.call('HDEL', keys[2], args[1]) + redis.call('DEL', keys[3])
+end

@@ -12,7 +12,6 @@
  *   --callers N   concurrent callers (default 64)
  */
 
-import { createHash } from "node:crypto";
 import { Cluster, type Redis } from "ioredis";
 import calculateSlot from "cluster-key-slot";
 import type { CounterCall, CounterStore } from "../src/domain/ports.js";
@@ -21,7 +20,7 @@ import { createRedisClient } from "../src/store/redis/client.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../src/store/redis/redis-counter-store.js";
 import { MODE } from "../src/store/redis/script-codes.js";
-import { decideArgs, decideScript, registerScripts, type ScriptArgs, type ScriptedRedis } from "../src/store/redis/scripts.js";
+import { decideArgs, decideInPipeline, floodgateLibrary, loadLibrary, registerScripts, type ScriptArgs } from "../src/store/redis/scripts.js";
 import { startRedisCluster, type LocalRedisCluster } from "../test/harness/local-redis.js";
 import { startOwnRedis, type OwnRedis } from "../test/harness/redis-server.js";
 import { numberOption } from "../test/harness/number-option.js";
@@ -148,14 +147,13 @@ async function main(): Promise<void> {
 
 /** A 3-rule check's three reserves on 3 masters, sent three ways. */
 async function compareSending(cluster: LocalRedisCluster): Promise<void> {
-  const lua = decideScript();
-  const sha = createHash("sha1").update(lua).digest("hex");
+  const library = floodgateLibrary();
   const plain = new Cluster(cluster.nodes, { lazyConnect: true });
-  const direct = registerScripts(plain);
+  const direct = registerScripts(plain, library);
   const autoPipelined = new Cluster(cluster.nodes, { enableAutoPipelining: true, lazyConnect: true });
   await plain.connect();
   await autoPipelined.connect();
-  for (const node of plain.nodes("master")) await node.script("LOAD", lua);
+  for (const node of plain.nodes("master")) await loadLibrary(node, library);
   const layout = new KeyLayout("fgsend:", 16384);
   const reserves = (n: number): ScriptArgs[] => {
     const call = WORKLOADS["3 rules"]!(n);
@@ -169,13 +167,13 @@ async function compareSending(cluster: LocalRedisCluster): Promise<void> {
       for (const args of reserves(n)) byNode.set(nodeOf(args), [...(byNode.get(nodeOf(args)) ?? []), args]);
       return Promise.all(
         [...byNode.values()].map((commands) => {
-          const pipeline = direct.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };
-          for (const args of commands) void pipeline.floodgateDecide(...args);
-          return pipeline.exec();
+          const pipeline = direct.pipeline();
+          const answers = commands.map((args) => decideInPipeline(direct, pipeline, args));
+          return pipeline.exec().then((results) => Promise.all(answers.map((answer, i) => answer(results![i]!))));
         }),
       );
     },
-    "auto-pipelined EVALSHA": (n) => Promise.all(reserves(n).map((args) => (autoPipelined as unknown as Redis).evalsha(sha, ...args))),
+    "auto-pipelined FCALL": (n) => Promise.all(reserves(n).map((args) => (autoPipelined as unknown as Redis).fcall(library.decide, ...(args as [number, ...(string | number)[]])))),
   };
   const results = new Map<string, number[]>(Object.keys(ways).map((w) => [w, []]));
   for (let round = 0; round < ROUNDS; round++) {

@@ -2,10 +2,12 @@
  * decide.lua against an older version of itself, side by side: `npm run
  * lua:bench` (against main's) or `npm run lua:bench -- --old <git ref>`.
  *
- * It starts a private redis-server (no persistence), loads both scripts, and
- * drives each with redis-benchmark (EVALSHA, -c 32 -P 16) using the keys and
- * arguments of a bench check, exactly as the bench's ceiling does
- * (scripts/bench/ceiling.ts): the three rules of the bench tenant, the user's
+ * It starts a private redis-server (no persistence), loads both versions, and
+ * drives each with redis-benchmark (-c 32 -P 16) using the keys and arguments
+ * of a bench check, exactly as the bench's ceiling does
+ * (scripts/bench/ceiling.ts): an FCALL of the library's function, or for a
+ * version from before the library (decide.lua sent as a script) an EVALSHA
+ * with that version's own arguments; the three rules of the bench tenant, the user's
  * spread over 10,000 users. The old and new scripts alternate, round after
  * round, each run on an emptied Redis with its stats reset, so that drift in
  * the machine's load falls on both alike; only the ratios mean anything on a
@@ -13,8 +15,9 @@
  * measures the same three rules as TOKEN_BUCKET, and the per-user rule alone
  * as SLIDING_WINDOW_LOG.
  *
- * Reported per script: decisions/s (redis-benchmark) and Redis's own time per
- * call (INFO commandstats, usec_per_call of evalsha), medians over the rounds.
+ * Reported per version: decisions/s (redis-benchmark) and Redis's own time per
+ * call (INFO commandstats, usec_per_call of fcall or evalsha), medians over the
+ * rounds.
  *
  * Then the bench's check through the working tree's decide.lua against the
  * same check through the baseline, rate-limiter-flexible: its three EVALSHAs
@@ -35,11 +38,12 @@ import type { CheckRequest } from "../src/domain/request.js";
 import { compileRule } from "../src/engine/decision/compiled-rule.js";
 import { RuleIndex } from "../src/engine/decision/rule-index.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
+import { MODE } from "../src/store/redis/script-codes.js";
 import type * as ScriptCodes from "../src/store/redis/script-codes.js";
-import { decideScript } from "../src/store/redis/scripts.js";
+import * as Scripts from "../src/store/redis/scripts.js";
 import { startOwnRedis } from "../test/harness/redis-server.js";
 import { baselineCommands } from "./bench/baseline-commands.js";
-import { decideCommand, redisBenchmark } from "./bench/ceiling.js";
+import { decideCommand, redisBenchmark, spreadOverUsers } from "./bench/ceiling.js";
 import { caller, ruleSet, TENANT } from "./bench/workload.js";
 import { numberOption } from "../test/harness/number-option.js";
 import { importOldVersion, oldRef } from "../test/harness/old-version.js";
@@ -83,20 +87,57 @@ async function measure(redis: Redis, port: number, command: string[]): Promise<M
   await redis.flushall();
   await redis.config("RESETSTAT");
   const perSecond = await redisBenchmark({ host: "127.0.0.1", port, requests: REQUESTS, command });
-  const stats = (await redis.info("commandstats")).match(/cmdstat_evalsha:calls=(\d+),usec=\d+,usec_per_call=([\d.]+)/);
-  if (!stats) throw new Error("no evalsha in INFO commandstats");
-  if (Number(stats[1]) !== REQUESTS) throw new Error(`evalsha ran ${stats[1]} times, expected ${REQUESTS}`);
+  const name = command[0]!.toLowerCase();
+  const stats = (await redis.info("commandstats")).match(new RegExp(`cmdstat_${name}:calls=(\\d+),usec=\\d+,usec_per_call=([\\d.]+)`));
+  if (!stats) throw new Error(`no ${name} in INFO commandstats`);
+  if (Number(stats[1]) !== REQUESTS) throw new Error(`${name} ran ${stats[1]} times, expected ${REQUESTS}`);
   return { perSecond, usecPerCall: Number(stats[2]) };
 }
 
+/** A version of decide.lua loaded on the bench's Redis, and the command of a check through it. */
+interface Version {
+  command(buckets: readonly BucketRef[]): string[];
+}
+
+/** The working tree's library. */
+async function currentVersion(redis: Redis): Promise<Version> {
+  const library = Scripts.floodgateLibrary();
+  await Scripts.loadLibrary(redis, library);
+  return { command: (buckets) => decideCommand(LAYOUT, buckets, library.decide) };
+}
+
 /**
- * decide.lua at `ref` as Redis ran it: behind the prelude of that version's
- * codes where it had them (script-codes.ts), else as it was, its constants its
- * own. Both versions get the arguments the working tree builds: the codes must
- * not have changed in between.
+ * decide.lua at `ref` as Redis ran it: the library assembled from that
+ * version's lua/ by its own floodgateLibrary, or, for a version from before the
+ * library, the script behind the prelude of that version's codes where it had
+ * them (script-codes.ts), with that version's arguments (its decideArgs).
  */
-async function oldDecideScript(ref: string): Promise<string> {
-  const script = (await run("git", ["show", `${ref}:lua/decide.lua`])).stdout;
+async function oldVersion(redis: Redis, ref: string): Promise<Version> {
+  const show = async (file: string) => (await run("git", ["show", `${ref}:${file}`], { maxBuffer: 1 << 24 })).stdout;
+  const old = await importOldVersion<typeof Scripts>(ref, "src/store/redis/scripts.ts");
+  try {
+    const { floodgateLibrary, decideArgs } = old.module as typeof Scripts & { decideArgs: typeof Scripts.decideArgs };
+    if (typeof floodgateLibrary === "function") {
+      const library = floodgateLibrary({ decide: await show("lua/decide.lua"), reset: await show("lua/reset.lua") });
+      await Scripts.loadLibrary(redis, library);
+      return { command: (buckets) => spreadCommand(["FCALL", library.decide], buckets, decideArgs) };
+    }
+    const sha = (await redis.script("LOAD", await oldScript(ref, await show("lua/decide.lua")))) as string;
+    return { command: (buckets) => spreadCommand(["EVALSHA", sha], buckets, decideArgs) };
+  } finally {
+    await old.remove();
+  }
+}
+
+/** A check's command with a version's own arguments, its first bucket spread over the bench's users as decideCommand does. */
+function spreadCommand(head: string[], buckets: readonly BucketRef[], decideArgs: typeof Scripts.decideArgs): string[] {
+  const [first, ...rest] = buckets;
+  const spread = [{ ...first!, key: spreadOverUsers(first!.key) }, ...rest];
+  return [...head, ...decideArgs(LAYOUT, { buckets: spread, cost: 1, dryRun: false }, spread.map((_, i) => i), MODE.DECIDE, null).map(String)];
+}
+
+/** A decide.lua sent as a script: behind the prelude of its version's codes where it had them. */
+async function oldScript(ref: string, script: string): Promise<string> {
   const hasCodes = await run("git", ["cat-file", "-e", `${ref}:src/store/redis/script-codes.ts`]).then(
     () => true,
     () => false,
@@ -133,10 +174,10 @@ async function perCheck(redis: Redis, port: number, commands: string[][]): Promi
 }
 
 /** The goal of issue 13: decide.lua's Redis time for the bench's check no more than rate-limiter-flexible's three scripts'. */
-async function againstBaseline(redis: Redis, port: number, decideSha: string): Promise<void> {
+async function againstBaseline(redis: Redis, port: number, current: Version): Promise<void> {
   const baseline = await baselineCommands(caller(0), "rlfluabench:");
   const baselineSha = (await redis.script("LOAD", baseline.script)) as string;
-  const checks = { decide: [decideCommand(LAYOUT, benchBuckets(), decideSha)], baseline: baseline.commands(baselineSha) };
+  const checks = { decide: [current.command(benchBuckets())], baseline: baseline.commands(baselineSha) };
   const runs: Record<keyof typeof checks, PerCheck[]> = { decide: [], baseline: [] };
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of ["decide", "baseline"] as const) runs[name].push(await perCheck(redis, port, checks[name]));
@@ -147,7 +188,7 @@ async function againstBaseline(redis: Redis, port: number, decideSha: string): P
   }));
   const line = (label: string, m: PerCheck) => `  ${label.padEnd(42)} ${m.saturatedUs.toFixed(2).padStart(6)} µs at saturation  ${m.usecPerCall.toFixed(2).padStart(6)} usec_per_call`;
   console.log(`\nthe bench's check (3 rules), µs of Redis per check: decide.lua vs rate-limiter-flexible, same keys, medians`);
-  console.log(line("decide.lua (working tree), 1 EVALSHA", decide!));
+  console.log(line("decide.lua (working tree), 1 FCALL", decide!));
   console.log(line("rate-limiter-flexible, 3 EVALSHA (summed)", rlf!));
   const met = decide!.saturatedUs <= rlf!.saturatedUs && decide!.usecPerCall <= rlf!.usecPerCall;
   console.log(
@@ -156,17 +197,15 @@ async function againstBaseline(redis: Redis, port: number, decideSha: string): P
 }
 
 async function main(): Promise<void> {
-  const oldScript = await oldDecideScript(OLD_REF);
-  const newScript = decideScript();
   const server = await startOwnRedis();
   const redis = new Redis(server.url);
   try {
-    const shas = { old: (await redis.script("LOAD", oldScript)) as string, new: (await redis.script("LOAD", newScript)) as string };
-    console.log(`decide.lua: ${OLD_REF} (old) vs the working tree (new); ${ROUNDS} rounds of ${REQUESTS.toLocaleString("en")} EVALSHA each, -c 32 -P 16, medians`);
+    const versions = { old: await oldVersion(redis, OLD_REF), new: await currentVersion(redis) };
+    console.log(`decide.lua: ${OLD_REF} (old) vs the working tree (new); ${ROUNDS} rounds of ${REQUESTS.toLocaleString("en")} calls each, -c 32 -P 16, medians`);
     for (const scenario of scenarios()) {
       const runs: Record<"old" | "new", Measured[]> = { old: [], new: [] };
       for (let round = 0; round < ROUNDS; round++) {
-        for (const version of ["old", "new"] as const) runs[version].push(await measure(redis, server.port, decideCommand(LAYOUT, scenario.buckets, shas[version])));
+        for (const version of ["old", "new"] as const) runs[version].push(await measure(redis, server.port, versions[version].command(scenario.buckets)));
       }
       const [old, now] = (["old", "new"] as const).map((v) => ({
         perSecond: median(runs[v].map((r) => r.perSecond)),
@@ -177,7 +216,7 @@ async function main(): Promise<void> {
       console.log(`  new: ${now!.perSecond.toFixed(0).padStart(7)} decisions/s  ${now!.usecPerCall.toFixed(2).padStart(6)} usec_per_call`);
       console.log(`  new/old: ${(now!.perSecond / old!.perSecond).toFixed(2)}x decisions/s, ${(now!.usecPerCall / old!.usecPerCall).toFixed(2)}x usec_per_call`);
     }
-    await againstBaseline(redis, server.port, shas.new);
+    await againstBaseline(redis, server.port, versions.new);
   } finally {
     redis.disconnect();
     await server.stop();

@@ -1,7 +1,7 @@
 /**
  * The ceiling: how many decisions per second Redis itself can make on this
  * machine, measured with redis-benchmark sending Floodgate's own decide.lua
- * (EVALSHA) with the keys and arguments of a bench check: the three rules'
+ * (FCALL of its library's function) with the keys and arguments of a bench check: the three rules'
  * page pairs, their parameters, and the bucket fields, the user's spread over
  * the bench's 10,000 users with redis-benchmark's __rand_int__. Pipelined, so
  * the client's round trips do not limit it.
@@ -13,7 +13,7 @@ import type { Redis } from "ioredis";
 import type { BucketRef } from "../../src/domain/ports.js";
 import type { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { MODE } from "../../src/store/redis/script-codes.js";
-import { decideArgs, decideScript } from "../../src/store/redis/scripts.js";
+import { decideArgs, floodgateLibrary, loadLibrary } from "../../src/store/redis/scripts.js";
 
 const run = promisify(execFile);
 
@@ -26,18 +26,19 @@ export async function redisCeiling(options: {
   requests: number;
 }): Promise<number> {
   const { hostname, port } = new URL(options.redisUrl);
-  return retryOnNoScript(async () => {
-    const sha = (await options.redis.script("LOAD", decideScript())) as string;
-    return redisBenchmark({ host: hostname, port: Number(port || 6379), requests: options.requests, command: decideCommand(options.layout, options.buckets, sha) });
+  const library = floodgateLibrary();
+  return retryOnMissingFunction(async () => {
+    await loadLibrary(options.redis, library);
+    return redisBenchmark({ host: hostname, port: Number(port || 6379), requests: options.requests, command: decideCommand(options.layout, options.buckets, library.decide) });
   });
 }
 
-/** The EVALSHA of one bench check, its first bucket (the user's) spread over 10,000 keys with redis-benchmark's __rand_int__. */
-export function decideCommand(layout: KeyLayout, buckets: readonly BucketRef[], sha: string): string[] {
+/** The FCALL of one bench check, its first bucket (the user's) spread over 10,000 keys with redis-benchmark's __rand_int__. */
+export function decideCommand(layout: KeyLayout, buckets: readonly BucketRef[], functionName: string): string[] {
   const [first, ...rest] = buckets;
   const spread = [{ ...first!, key: spreadOverUsers(first!.key) }, ...rest];
   const keysAndArgs = decideArgs(layout, { buckets: spread, cost: 1, dryRun: false }, spread.map((_, i) => i), MODE.DECIDE, null);
-  return ["EVALSHA", sha, ...keysAndArgs.map(String)];
+  return ["FCALL", functionName, ...keysAndArgs.map(String)];
 }
 
 /** A user's key ("...:u0") as redis-benchmark's __rand_int__ (-r 10000) spreads it over the bench's 10,000 users. */
@@ -55,13 +56,13 @@ export async function redisBenchmark(options: { host: string; port: number; requ
   return rps;
 }
 
-/** A shared Redis may have its script cache flushed (SCRIPT FLUSH, a restart) by someone else between the load and the run. */
-async function retryOnNoScript<T>(attempt: () => Promise<T>): Promise<T> {
+/** A shared Redis may have its functions flushed (FUNCTION FLUSH, a restart) by someone else between the load and the run. */
+async function retryOnMissingFunction<T>(attempt: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries++) {
     try {
       return await attempt();
     } catch (error) {
-      if (tries >= 3 || !String((error as { stderr?: string }).stderr).includes("NOSCRIPT")) throw error;
+      if (tries >= 3 || !String((error as { stderr?: string }).stderr).includes("Function not found")) throw error;
     }
   }
 }

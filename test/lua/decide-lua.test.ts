@@ -18,6 +18,22 @@ import { testRedis } from "../support/redis.js";
 import { redisAvailable } from "../support/services.js";
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
+/** A fixed window of a minute keeps its buckets for two windows: pages change every two minutes. */
+const FIXED_WINDOW_HORIZON = 2 * 60_000;
+
+/** A page's fields, each state as decide.lua's receipts write it: its numbers joined by ":". */
+async function pageFields(redis: Redis, key: string): Promise<Record<string, string>> {
+  const fields: Record<string, string> = {};
+  for (const [field, value] of Object.entries(await redis.hgetallBuffer(key))) fields[field] = stateText(value);
+  return fields;
+}
+
+/** A stored state: big-endian doubles (see decide.lua's "States"). */
+function stateText(value: Buffer): string {
+  const numbers: number[] = [];
+  for (let at = 0; at + 8 <= value.length; at += 8) numbers.push(value.readDoubleBE(at));
+  return numbers.join(":");
+}
 
 describe.runIf(await redisAvailable())("decide.lua", () => {
   let redis: Redis;
@@ -48,24 +64,40 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
   };
   const check = (buckets: BucketRef[], cost = 1, dryRun = false) => store.decide([{ buckets, cost, dryRun }]).then((r) => r[0]!);
 
+  /** The page a bucket of rule r1 is written to at `at`: a in even epochs, b in odd ones. */
+  const pageAt = (at: number, horizon = FIXED_WINDOW_HORIZON) => `${prefix}{r1:0}:${Math.floor(at / horizon) % 2 === 0 ? "a" : "b"}`;
+  const otherPageAt = (at: number, horizon = FIXED_WINDOW_HORIZON) => `${prefix}{r1:0}:${Math.floor(at / horizon) % 2 === 0 ? "b" : "a"}`;
+  /** How long a page written at `at` lives: until the start of the second epoch after. */
+  const ttlAt = (at: number, horizon = FIXED_WINDOW_HORIZON) => (Math.floor(at / horizon) + 2) * horizon - at;
+
   it("replies now, allowed, then five integers per rule", async () => {
     const window = Math.floor(T0 / 60_000);
-    const reply = await scripted.floodgateDecide(2, `${prefix}{r1:0}:a`, `${prefix}{r1:0}:b`, T0, 1, "0", 1, 3, 2, 60_000, 2, 1, "user:u1");
+    const reply = await scripted.floodgateDecide(2, `${prefix}{r1:0}:a`, `${prefix}{r1:0}:b`, T0, 1, "0", 1, "3:2:60000:2:1", "user:u1");
     expect(reply).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0]);
   });
 
-  it("stores a bucket as one field of the rule's page, with the page's open time, horizon and TTL", async () => {
+  it("stores a bucket as one field of its epoch's page, its state as doubles, the page expiring when it is current again", async () => {
     await check([fixedWindow]);
-    const page = `${prefix}{r1:0}:a`;
+    const page = pageAt(T0);
     expect(await redis.keys(`${prefix}*`)).toEqual([page]);
-    expect(await redis.hgetall(page)).toEqual({
-      _o: String(T0),
-      _u: String(T0 + 4 * 60_000), // two horizons of 2 windows each
-      "user:u1": `${Math.floor(T0 / 60_000)}:1:0:60000`,
-    });
-    expect(await redis.pttl(page)).toBeGreaterThan(4 * 60_000 - 1_000);
-    expect(await redis.pttl(page)).toBeLessThanOrEqual(4 * 60_000);
+    expect(await pageFields(redis, page)).toEqual({ "user:u1": `${Math.floor(T0 / 60_000)}:1:0:60000` });
+    expect((await redis.hgetBuffer(page, "user:u1"))!.length).toBe(32);
+    expect(await redis.pttl(page)).toBeGreaterThan(ttlAt(T0) - 1_000);
+    expect(await redis.pttl(page)).toBeLessThanOrEqual(ttlAt(T0));
     expect(await redis.object("ENCODING", page)).toBe("listpack");
+  });
+
+  it("sets a page's TTL on a bucket's first write in the epoch only, and never shortens it", async () => {
+    await check([fixedWindow]);
+    const page = pageAt(T0);
+    await redis.pexpire(page, 10 * 60 * 60_000); // as a rule with a longer horizon would have left it
+    await check([{ ...fixedWindow, key: "user:u2" }]);
+    expect(await redis.pttl(page)).toBeGreaterThan(9 * 60 * 60_000);
+    await redis.pexpire(page, 1_000);
+    await check([fixedWindow]); // not the bucket's first write in this page: the TTL stays
+    expect(await redis.pttl(page)).toBeLessThanOrEqual(1_000);
+    await check([{ ...fixedWindow, key: "user:u3" }]); // a first write: lengthened to the epoch's
+    expect(await redis.pttl(page)).toBeGreaterThan(ttlAt(T0) - 1_000);
   });
 
   it("writes nothing for a refused request or a dry run", async () => {
@@ -75,25 +107,32 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     expect(await redis.keys(`${prefix}*`)).toEqual([]);
   });
 
-  it("opens the other page once the current one is a horizon old, and moves the bucket there", async () => {
-    await check([fixedWindow]);
-    clock.advance(2 * 60_000);
-    await check([fixedWindow]);
-    const [a, b] = [`${prefix}{r1:0}:a`, `${prefix}{r1:0}:b`];
-    expect(await redis.hgetall(a)).toEqual({ _o: String(T0), _u: String(T0 + 4 * 60_000) });
-    expect(await redis.hgetall(b)).toEqual({
-      _o: String(T0 + 2 * 60_000),
-      _u: String(T0 + 6 * 60_000),
-      "user:u1": `${Math.floor(T0 / 60_000) + 2}:1:0:60000`,
-    });
-    clock.advance(2 * 60_000); // a has nothing alive: it is wiped and reopened
-    await check([fixedWindow]);
-    expect(await redis.hgetall(a)).toEqual({
-      _o: String(T0 + 4 * 60_000),
-      _u: String(T0 + 8 * 60_000),
-      "user:u1": `${Math.floor(T0 / 60_000) + 4}:1:0:60000`,
-    });
-    expect(await redis.hgetall(b)).toEqual({ _o: String(T0 + 2 * 60_000), _u: String(T0 + 6 * 60_000) });
+  it("moves a bucket to the other page when a new epoch begins, reading it from the page it was in", async () => {
+    // A token bucket of 10 a minute: its horizon is two minutes, and its state outlives an epoch's end.
+    const meter: BucketRef = { ruleId: "r1", key: "user:u1", params: { algorithm: "TOKEN_BUCKET", limit: 10, windowMs: 60_000, capacity: 10, action: "REJECT" } };
+    const horizon = 2 * 60_000;
+    const beforeEnd = (Math.floor(T0 / horizon) + 1) * horizon - 1;
+    clock.set(beforeEnd);
+    await check([meter], 5);
+    await check([{ ...meter, key: "user:idle" }]);
+    const [first, second] = [pageAt(beforeEnd, horizon), otherPageAt(beforeEnd, horizon)];
+    clock.set(beforeEnd + 2);
+    expect(pageAt(clock.now(), horizon)).toBe(second);
+    // Read from the page of the epoch before: 5 taken 2 ms ago, 1 more now, nothing refilled yet.
+    expect((await check([meter])).outcomes[0]!.remaining).toBe(4);
+    expect(Object.keys(await pageFields(redis, first))).toEqual(["user:idle"]);
+    expect(Object.keys(await pageFields(redis, second))).toEqual(["user:u1"]);
+    expect(await redis.pttl(second)).toBeLessThanOrEqual(ttlAt(clock.now(), horizon));
+  });
+
+  it("reads a state an earlier version wrote as decimal text, so counters carry over an upgrade", async () => {
+    const window = Math.floor(T0 / 60_000);
+    await redis.hset(otherPageAt(T0), "user:u1", `${window}:1:0:60000`, "_o", String(T0), "_u", String(T0 + 4 * 60_000));
+    const reply = await check([fixedWindow]);
+    expect(reply.outcomes[0]!.remaining).toBe(0);
+    expect(await pageFields(redis, pageAt(T0))).toEqual({ "user:u1": `${window}:2:0:60000` });
+    expect(await redis.hexists(otherPageAt(T0), "user:u1")).toBe(0);
+    expect((await check([fixedWindow])).allowed).toBe(false);
   });
 
   it("keeps a SLIDING_WINDOW_LOG bucket as a list of release times that expires a window after the last", async () => {
@@ -119,24 +158,33 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
   it("hashes long bucket keys into a bounded field", async () => {
     const long: BucketRef = { ...fixedWindow, key: `user:${"x".repeat(300)}` };
     await check([long]);
-    const fields = Object.keys(await redis.hgetall(`${prefix}{r1:0}:a`)).filter((f) => !f.startsWith("_"));
+    const fields = Object.keys(await redis.hgetall(pageAt(T0)));
     expect(fields).toHaveLength(1);
     expect(fields[0]).toMatch(/^#[A-Za-z0-9_-]{22}$/);
   });
 
   it("forgets a bucket with reset.lua, whatever its algorithm", async () => {
     await check([fixedWindow]);
+    await check([{ ...fixedWindow, key: "user:u2" }]);
     expect(await store.reset("r1", "user:u1")).toBe(true);
-    expect(await redis.hgetall(`${prefix}{r1:0}:a`)).toEqual({ _o: String(T0), _u: String(T0 + 4 * 60_000) });
+    expect(await pageFields(redis, pageAt(T0))).toEqual({ "user:u2": `${Math.floor(T0 / 60_000)}:1:0:60000` });
     expect(await store.reset("r1", "user:u1")).toBe(false);
   });
 
-  it("reloads the script after SCRIPT FLUSH (NOSCRIPT) without failing a check", async () => {
+  it("loads the library again after FUNCTION FLUSH without failing a check, alone or in a pipeline", async () => {
     await check([fixedWindow]);
-    await redis.script("FLUSH");
+    await redis.function("FLUSH");
     const reply = await check([fixedWindow]);
     expect(reply.allowed).toBe(true);
     expect(reply.outcomes[0]!.remaining).toBe(0);
+    await redis.function("FLUSH");
+    const [first, second] = await store.decide([
+      { buckets: [{ ...fixedWindow, key: "user:p1" }], cost: 1, dryRun: false },
+      { buckets: [{ ...fixedWindow, key: "user:p1" }], cost: 1, dryRun: false },
+    ]);
+    expect([first!.outcomes[0]!.remaining, second!.outcomes[0]!.remaining]).toEqual([1, 0]);
+    await redis.function("FLUSH");
+    expect(await store.reset("r1", "user:p1")).toBe(true);
   });
 
   it("reads Redis TIME when no time is given", async () => {
@@ -158,7 +206,7 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       const written = `${window}:1:0:60000`;
       // conforming, remaining and reset if admitted, retry, delay, remaining and reset as it stands; receipt: written/previous/counted at
       expect(reply).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, `${written}//2`]);
-      expect(await redis.hget(`${prefix}{r1:0}:a`, "user:u1")).toBe(written);
+      expect((await pageFields(redis, pageAt(T0)))["user:u1"]).toBe(written);
     });
 
     it("reserve as a dry run takes nothing and gives no receipt", async () => {
@@ -175,11 +223,11 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
 
     it("release puts the bucket back exactly when nothing else wrote it", async () => {
       await check([fixedWindow]);
-      const page = `${prefix}{r1:0}:a`;
-      const before = await redis.hgetall(page);
+      const page = pageAt(T0);
+      const before = await redis.hgetallBuffer(page);
       const receipt = await receiptOf(one(fixedWindow));
       expect(await run(one(fixedWindow), MODE.RELEASE, receipt)).toEqual([T0, 2]);
-      expect(await redis.hgetall(page)).toEqual(before);
+      expect(await redis.hgetallBuffer(page)).toEqual(before);
 
       const fresh: BucketRef = { ...fixedWindow, key: "user:fresh" };
       expect(await run(one(fresh), MODE.RELEASE, await receiptOf(one(fresh)))).toEqual([T0, 2]);

@@ -1,16 +1,16 @@
 /**
  * The codes TypeScript and decide.lua share have one home,
  * src/store/redis/script-codes.ts: the script defines none of its own and
- * receives them as a prelude when it is registered.
+ * receives them as a prelude when its library is assembled.
  */
 
 import { readFileSync } from "node:fs";
-import type { Cluster, Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WEIGHT_ONE } from "../../src/domain/algorithms/sliding-window-counter.js";
 import { ACTIONS, ALGORITHMS } from "../../src/domain/rule.js";
 import { ACTION_CODES, ALGORITHM_CODES, luaPrelude, MODE, RELEASE_OUTCOMES } from "../../src/store/redis/script-codes.js";
-import { decideScript, registerScripts } from "../../src/store/redis/scripts.js";
+import { floodgateLibrary } from "../../src/store/redis/scripts.js";
 import { testRedis } from "../support/redis.js";
 import { redisAvailable } from "../support/services.js";
 
@@ -30,12 +30,11 @@ const EXPECTED: [string, number][] = [
   ["WEIGHT_ONE", WEIGHT_ONE],
 ];
 
-/** The Lua registerScripts hands ioredis for floodgateDecide. */
+const RESET_LUA = readFileSync(new URL("../../lua/reset.lua", import.meta.url), "utf8");
+
+/** The library's text as FUNCTION LOAD is sent it. */
 function registeredDecide(): string {
-  const scripts = new Map<string, string>();
-  const client = { defineCommand: (name: string, definition: { lua: string }) => scripts.set(name, definition.lua) };
-  registerScripts(client as unknown as Redis | Cluster);
-  return scripts.get("floodgateDecide")!;
+  return floodgateLibrary().text;
 }
 
 /** decide.lua's code: its comments and string literals removed. */
@@ -47,14 +46,19 @@ function codeOf(lua: string): string {
 }
 
 describe("decide.lua's codes", () => {
-  it("registers decide.lua behind a prelude holding every shared code at its TypeScript value", () => {
+  it("loads decide.lua behind a prelude holding every shared code at its TypeScript value, then reset.lua and the registrations", () => {
     const registered = registeredDecide();
-    expect(registered).toBe(luaPrelude() + DECIDE_LUA);
+    const { name, decide, reset } = floodgateLibrary();
+    expect(registered).toBe(
+      `#!lua name=${name}\n${luaPrelude()}${DECIDE_LUA}\n${RESET_LUA}\nredis.register_function('${decide}', decide)\nredis.register_function('${reset}', reset)\n`,
+    );
     for (const [name, value] of EXPECTED) expect(registered).toContain(`local ${name} = ${value} `);
   });
 
-  it("registers the same text every time, so that EVALSHA's cache holds", () => {
+  it("assembles the same text every time, named after its digest, so that instances of one version share one library", () => {
     expect(registeredDecide()).toBe(registeredDecide());
+    expect(floodgateLibrary().name).toMatch(/^floodgate_[0-9a-f]{16}$/);
+    expect(floodgateLibrary({ decide: DECIDE_LUA + "\n", reset: RESET_LUA }).name).not.toBe(floodgateLibrary().name);
   });
 
   it("carries a code changed in TypeScript into the script", () => {
@@ -67,16 +71,17 @@ describe("decide.lua's codes", () => {
     }
   });
 
-  it("keeps decide.lua's line numbers: the prelude shares the header's first line", () => {
-    expect(decideScript().split("\n")).toHaveLength(DECIDE_LUA.split("\n").length);
+  it("keeps decide.lua's line numbers one ahead: the prelude shares the header's first line, after the library's name", () => {
+    const lines = registeredDecide().split("\n");
+    const decideLines = DECIDE_LUA.split("\n");
+    expect(lines[1]).toBe(luaPrelude() + decideLines[0]);
+    expect(lines.slice(2, decideLines.length + 1)).toEqual(decideLines.slice(1));
   });
 
   it("decide.lua defines no constant of its own, and takes every one it uses from the prelude", () => {
     const code = codeOf(DECIDE_LUA);
     expect(code.match(/\blocal\s+[A-Z][A-Z0-9_]*\b[^\n]*/g)).toBeNull();
     const used = new Set(code.match(/\b[A-Z][A-Z0-9_]+\b/g));
-    used.delete("KEYS");
-    used.delete("ARGV");
     const provided = new Set(EXPECTED.map(([name]) => name));
     expect([...used].filter((name) => !provided.has(name))).toEqual([]);
   });

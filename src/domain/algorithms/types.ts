@@ -12,7 +12,8 @@ export interface LimitParams {
 
 /**
  * A bucket's stored state: a short tuple of integers, the same fields in the
- * same order as the Lua scripts store them (joined by ":").
+ * same order as lua/decide.lua stores them (as doubles; its receipts write
+ * them joined by ":").
  *   FIXED_WINDOW            [window index, current, next, window_ms]
  *   SLIDING_WINDOW_COUNTER  [window index, previous, current, next, window_ms]
  *   TOKEN_BUCKET / LEAKY    [debt in 1/window_ms units, time of debt, window_ms, drained at]

@@ -5,8 +5,8 @@
  * the domain's.
  *
  * A call whose buckets all live in one Redis Cluster slot (and every call on
- * one Redis) is one EVALSHA carrying every rule of the request, decided
- * atomically. A call whose buckets span slots is decided in two steps, so
+ * one Redis) is one FCALL of decide.lua carrying every rule of the request,
+ * decided atomically. A call whose buckets span slots is decided in two steps, so
  * that a denied request still consumes nothing:
  *   reserve  every slot decides its own rules and, if they all conform, takes
  *            their units, replying each rule's verdict and a receipt of what
@@ -28,12 +28,12 @@
  * failed shard, so that the caller can keep a circuit breaker per master.
  */
 
-import type { Cluster, Pipeline, Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { combine, type BucketOutcome, type Verdict } from "../../domain/algorithms/index.js";
 import type { CallFailure, Clock, CounterCall, CounterReply, ShardedCounterStore, Unsubscribe } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
 import { MODE, type Mode } from "./script-codes.js";
-import { decideArgs, registerScripts, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
+import { decideArgs, decideInPipeline, registerScripts, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
 
 export interface RedisCounterStoreOptions {
   layout: KeyLayout;
@@ -237,13 +237,17 @@ export class RedisCounterStore implements ShardedCounterStore {
   }
 
   private pipelined(commands: readonly Command[]): Promise<Settled>[] {
-    const pipeline = this.redis.pipeline() as Pipeline & ScriptedRedis;
-    for (const { args } of commands) void pipeline.floodgateDecide(...args);
-    const all = pipeline.exec().then(
-      (results) => (results ?? []).map(([error, reply]): Settled => (error ? { error } : { reply: reply as ScriptReply })),
-      (error: unknown) => commands.map((): Settled => ({ error })),
+    const pipeline = this.redis.pipeline();
+    const answers = commands.map(({ args }) => decideInPipeline(this.redis, pipeline, args));
+    const all = pipeline.exec();
+    return answers.map((answer, i) =>
+      settle(
+        all.then((results) => {
+          const result = results?.[i];
+          return result === undefined ? Promise.reject(new Error("Redis answered a pipeline without its commands' results")) : answer(result);
+        }),
+      ),
     );
-    return commands.map((_, i) => all.then((settled) => settled[i]!));
   }
 
   private command(call: CounterCall, part: Part, mode: Mode): Command {

@@ -1,14 +1,26 @@
 /**
- * The Lua scripts in lua/, registered once per client with defineCommand:
- * ioredis sends EVALSHA and, on NOSCRIPT (a restarted or flushed Redis), sends
- * the script again, so a check never fails because the cache was emptied.
+ * The Lua of lua/ as one Redis function library (Redis 7's FUNCTION LOAD and
+ * FCALL): lua/decide.lua and lua/reset.lua, assembled behind the codes they
+ * share with TypeScript (script-codes.ts). A library's helpers are defined
+ * once, when it is loaded, where a script sent by EVALSHA defined them again
+ * on every call (about a fifth of a check's Redis time).
+ *
+ * The library and its functions are named after a digest of its text, so
+ * that during a deploy instances running different versions each call their
+ * own, side by side in one Redis. A Redis that lacks the library (restarted
+ * without persistence, flushed with FUNCTION FLUSH, a new cluster master)
+ * answers "Function not found": the library is loaded there and the call
+ * sent again, so a check never fails because Redis forgot it. Libraries of
+ * older versions stay loaded until someone deletes them (docs/operations.md).
  */
 
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Redis, Cluster } from "ioredis";
+import type { ChainableCommander, Cluster, Redis } from "ioredis";
 import type { CounterCall } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
 import { ACTION_CODES, ALGORITHM_CODES, luaPrelude, type Mode } from "./script-codes.js";
+import type { LimitParams } from "../../domain/algorithms/index.js";
 
 /** lua/ sits at the package root: three levels above both src/store/redis and dist/store/redis. */
 const LUA_DIR = new URL("../../../lua/", import.meta.url);
@@ -17,13 +29,56 @@ function readScript(name: string): string {
   return readFileSync(new URL(`${name}.lua`, LUA_DIR), "utf8");
 }
 
-/** decide.lua as Redis runs it: its constants (script-codes.ts) in front of it. */
-export function decideScript(): string {
-  return luaPrelude() + readScript("decide");
+export interface FloodgateLibrary {
+  /** What FUNCTION LOAD is sent. */
+  readonly text: string;
+  readonly name: string;
+  /** The functions' names, for FCALL. */
+  readonly decide: string;
+  readonly reset: string;
 }
 
-/** decide.lua's arguments: the number of keys, the keys, then ARGV. */
+/** The texts of lua/decide.lua and lua/reset.lua (another version's, for lua:bench). */
+export interface LibrarySources {
+  decide: string;
+  reset: string;
+}
+
+/**
+ * The library as Redis loads it: its name line, then the prelude on the line
+ * of decide.lua's first (so that line n of decide.lua is line n + 1 of the
+ * library), reset.lua, and the lines registering both functions. The same
+ * text every time for the same sources.
+ */
+export function floodgateLibrary(sources: LibrarySources = { decide: readScript("decide"), reset: readScript("reset") }): FloodgateLibrary {
+  const body = `${luaPrelude()}${sources.decide}\n${sources.reset}`;
+  const version = createHash("sha1").update(body).digest("hex").slice(0, 16);
+  const name = `floodgate_${version}`;
+  const decide = `floodgate_decide_${version}`;
+  const reset = `floodgate_reset_${version}`;
+  const registrations = `redis.register_function('${decide}', decide)\nredis.register_function('${reset}', reset)\n`;
+  return { text: `#!lua name=${name}\n${body}\n${registrations}`, name, decide, reset };
+}
+
+/** decide.lua's arguments: the number of keys, the keys, then its args. */
 export type ScriptArgs = [numberOfKeys: number, ...keysAndArgs: (string | number)[]];
+
+/**
+ * A rule's spec in decide.lua's args, "<algorithm>:<limit>:<window_ms>:<capacity>:<action>"
+ * in codes; the script parses each spec once, so the same rule must always
+ * give the same text. Kept per params object: a compiled rule's params are
+ * one object for as long as the rule version lives.
+ */
+const specs = new WeakMap<LimitParams, string>();
+
+export function specOf(params: LimitParams): string {
+  let spec = specs.get(params);
+  if (spec === undefined) {
+    spec = `${ALGORITHM_CODES[params.algorithm]}:${params.limit}:${params.windowMs}:${params.capacity}:${ACTION_CODES[params.action]}`;
+    specs.set(params, spec);
+  }
+  return spec;
+}
 
 /**
  * decide.lua's arguments for some of a call's buckets (by their index in the
@@ -37,8 +92,7 @@ export function decideArgs(layout: KeyLayout, call: CounterCall, buckets: readon
     const bucket = call.buckets[i]!;
     const field = layout.field(bucket.key);
     keys.push(...layout.scriptKeys(bucket, field));
-    const p = bucket.params;
-    args.push(ALGORITHM_CODES[p.algorithm], p.limit, p.windowMs, p.capacity, ACTION_CODES[p.action], field);
+    args.push(specOf(bucket.params), field);
   }
   return [keys.length, ...keys, ...args];
 }
@@ -49,12 +103,73 @@ export type ScriptReply = (number | string)[];
 export interface FloodgateCommands {
   floodgateDecide(...args: ScriptArgs): Promise<ScriptReply>;
   floodgateReset(pageA: string, pageB: string, log: string, field: string): Promise<number>;
+  /** The library on this client, for FCALL in a pipeline (`decideInPipeline`). */
+  readonly floodgateLibrary: FloodgateLibrary;
 }
 
 export type ScriptedRedis = (Redis | Cluster) & FloodgateCommands;
 
-export function registerScripts(client: Redis | Cluster): ScriptedRedis {
-  client.defineCommand("floodgateDecide", { lua: decideScript() });
-  client.defineCommand("floodgateReset", { lua: readScript("reset"), numberOfKeys: 3 });
-  return client as ScriptedRedis;
+/**
+ * Gives the client floodgateDecide and floodgateReset, as ioredis's
+ * defineCommand gives a client a script's command: each an FCALL of the
+ * library's function, which loads the library where Redis lacks it and sends
+ * the call again.
+ */
+export function registerScripts(client: Redis | Cluster, library: FloodgateLibrary = floodgateLibrary()): ScriptedRedis {
+  const scripted = client as ScriptedRedis;
+  if ("floodgateLibrary" in scripted && scripted.floodgateLibrary.name === library.name) return scripted;
+  const loader = new LibraryLoader(client, library);
+  const withLibrary = <T>(send: () => Promise<T>): Promise<T> => send().catch((error: unknown) => (isMissingFunction(error) ? loader.load().then(send) : Promise.reject(error)));
+  Object.assign(client, {
+    floodgateLibrary: library,
+    floodgateDecide: (...args: ScriptArgs) => withLibrary(() => client.fcall(library.decide, ...(args as [number, ...(string | number)[]])) as Promise<ScriptReply>),
+    floodgateReset: (pageA: string, pageB: string, log: string, field: string) => withLibrary(() => client.fcall(library.reset, 3, pageA, pageB, log, field) as Promise<number>),
+  });
+  return scripted;
+}
+
+/**
+ * One FCALL of decide.lua queued on a pipeline of one Redis; its answer, or
+ * when Redis lacked the library, the answer of the call sent again by itself
+ * once the library is loaded.
+ */
+export function decideInPipeline(client: ScriptedRedis, pipeline: ChainableCommander, args: ScriptArgs): (result: [Error | null, unknown]) => Promise<ScriptReply> {
+  void pipeline.fcall(client.floodgateLibrary.decide, ...(args as [number, ...(string | number)[]]));
+  return ([error, reply]) => {
+    if (error === null) return Promise.resolve(reply as ScriptReply);
+    return isMissingFunction(error) ? client.floodgateDecide(...args) : Promise.reject(error);
+  };
+}
+
+function isMissingFunction(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith("ERR Function not found");
+}
+
+/** FUNCTION LOAD on the client's Redis, or on every master of its cluster; concurrent misses share one load. */
+class LibraryLoader {
+  private loading: Promise<void> | null = null;
+
+  constructor(
+    private readonly client: Redis | Cluster,
+    private readonly library: FloodgateLibrary,
+  ) {}
+
+  load(): Promise<void> {
+    this.loading ??= this.loadEverywhere().finally(() => (this.loading = null));
+    return this.loading;
+  }
+
+  private async loadEverywhere(): Promise<void> {
+    const nodes = this.client.isCluster ? (this.client as Cluster).nodes("master") : [this.client as Redis];
+    await Promise.all(nodes.map((node) => loadLibrary(node, this.library)));
+  }
+}
+
+/** Loads the library on one Redis; one already there (loaded by another instance) is as good. */
+export async function loadLibrary(redis: Redis, library: FloodgateLibrary): Promise<void> {
+  try {
+    await redis.call("FUNCTION", "LOAD", library.text);
+  } catch (error) {
+    if (!(error instanceof Error && /already exists/.test(error.message))) throw error;
+  }
 }
