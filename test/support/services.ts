@@ -49,6 +49,10 @@ export const postgresAvailable = () => available("Postgres", POSTGRES_URL, () =>
 export const redisBinariesAvailable = () =>
   available("redis-server and redis-cli", "PATH", async () => (await runs("redis-server")) && (await runs("redis-cli")));
 
+/** The browser the browser suites drive (Debian's chromium; .ci/run installs it when missing). */
+export const CHROMIUM = process.env.TEST_CHROMIUM ?? "/usr/bin/chromium";
+export const chromiumAvailable = () => available("Chromium", CHROMIUM, () => runs(CHROMIUM));
+
 /** A fresh database of its own; drop() removes it. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `floodgate_test_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
