@@ -26,7 +26,7 @@ export class CreateApiKeyInput {
   name!: string;
 }
 
-@ObjectType("ApiKey")
+@ObjectType("ApiKey", { simpleResolvers: true })
 export class ApiKeyType {
   @Field(() => ID)
   id!: string;
@@ -47,7 +47,7 @@ export class ApiKeyType {
   revokedAt!: Date | null;
 }
 
-@ObjectType("CreatedApiKey")
+@ObjectType("CreatedApiKey", { simpleResolvers: true })
 export class CreatedApiKeyType {
   @Field(() => ApiKeyType)
   apiKey!: ApiKeyType;

@@ -40,7 +40,7 @@ export class CheckLimitsInput {
   dryRun?: boolean | null;
 }
 
-@ObjectType("HttpHeader")
+@ObjectType("HttpHeader", { simpleResolvers: true })
 export class HttpHeaderType {
   @Field(() => String)
   name!: string;
@@ -49,7 +49,7 @@ export class HttpHeaderType {
   value!: string;
 }
 
-@ObjectType("RuleResult", { description: "One rule's verdict on one request." })
+@ObjectType("RuleResult", { simpleResolvers: true, description: "One rule's verdict on one request." })
 export class RuleResultType {
   @Field(() => RuleType)
   rule!: RuleType;
@@ -84,7 +84,7 @@ export class RuleResultType {
   nearLimit!: boolean;
 }
 
-@ObjectType("LimitDecision")
+@ObjectType("LimitDecision", { simpleResolvers: true })
 export class LimitDecisionType {
   @Field(() => Boolean, { description: "False when any rule that applies denies. Nothing is consumed from any rule then." })
   allowed!: boolean;

@@ -8,7 +8,7 @@ import { RuleType } from "./rule.type.js";
 const KEY_DESCRIPTION = `The bucket, e.g. "user:u42"; "${OTHER_KEYS}" for buckets beyond the EVENT_MAX_KEYS tracked one by one in an interval.`;
 
 /** The fields throttle and near-limit events share, in the contract's order. No query returns it, so the schema leaves it out. */
-@ObjectType()
+@ObjectType({ simpleResolvers: true })
 abstract class LimitEventFields {
   @Field(() => Date)
   at!: Date;
@@ -38,7 +38,7 @@ abstract class LimitEventFields {
   limit!: number;
 }
 
-@ObjectType("ThrottleEvent")
+@ObjectType("ThrottleEvent", { simpleResolvers: true })
 export class ThrottleEventType extends LimitEventFields {
   @Field(() => Int, { nullable: true })
   retryAfter!: number | null;
@@ -50,7 +50,7 @@ export class ThrottleEventType extends LimitEventFields {
   count!: number;
 }
 
-@ObjectType("NearLimitEvent", {
+@ObjectType("NearLimitEvent", { simpleResolvers: true,
   description: "Requests let through that left their bucket with under 10% of its limit: coalesced like throttle events.",
 })
 export class NearLimitEventType extends LimitEventFields {
@@ -64,7 +64,7 @@ export class NearLimitEventType extends LimitEventFields {
   count!: number;
 }
 
-@ObjectType("RuleChange")
+@ObjectType("RuleChange", { simpleResolvers: true })
 export class RuleChangeType {
   @Field(() => RuleChangeKindEnum)
   kind!: RuleChangeKind;
@@ -85,7 +85,7 @@ export class RuleChangeType {
   at!: Date;
 }
 
-@ObjectType("Invalidation", {
+@ObjectType("Invalidation", { simpleResolvers: true,
   description:
     "Something that makes remembered decisions stale: a rule changed, or one bucket was reset. Clients that cache refusals forget them on it; ids and keys only, never a rule's definition.",
 })

@@ -3,7 +3,7 @@ import type { RuleChangeKind } from "../../domain/events.js";
 import { RuleChangeKindEnum } from "./enums.js";
 import { RuleType } from "./rule.type.js";
 
-@ObjectType("RuleRevision", { description: "One change of a rule. Deleting a rule keeps its history." })
+@ObjectType("RuleRevision", { simpleResolvers: true, description: "One change of a rule. Deleting a rule keeps its history." })
 export class RuleRevisionType {
   @Field(() => ID)
   ruleId!: string;

@@ -2,7 +2,7 @@ import { Field, ID, Int, ObjectType } from "type-graphql";
 import type { Action, Algorithm, Dimension, FailureMode, WindowUnit } from "../../domain/rule.js";
 import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, WindowUnitEnum } from "./enums.js";
 
-@ObjectType("Rule")
+@ObjectType("Rule", { simpleResolvers: true })
 export class RuleType {
   @Field(() => ID)
   id!: string;

@@ -1,7 +1,7 @@
 import { Field, Int, ObjectType } from "type-graphql";
 import { RuleType } from "./rule.type.js";
 
-@ObjectType("ImportedRule")
+@ObjectType("ImportedRule", { simpleResolvers: true })
 export class ImportedRuleType {
   @Field(() => String)
   tenantId!: string;
@@ -19,7 +19,7 @@ export class ImportedRuleType {
   rule!: RuleType | null;
 }
 
-@ObjectType("RuleImportProblem")
+@ObjectType("RuleImportProblem", { simpleResolvers: true })
 export class RuleImportProblemType {
   @Field(() => Int, { nullable: true })
   line!: number | null;
@@ -34,7 +34,7 @@ export class RuleImportProblemType {
   message!: string;
 }
 
-@ObjectType("RuleImportReport", { description: "What an import did, or would do: nothing is written unless the whole file is valid." })
+@ObjectType("RuleImportReport", { simpleResolvers: true, description: "What an import did, or would do: nothing is written unless the whole file is valid." })
 export class RuleImportReportType {
   @Field(() => Boolean)
   dryRun!: boolean;
