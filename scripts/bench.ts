@@ -7,7 +7,7 @@
  * Floodgate with 10,000 rules, Floodgate with its over-limit cache off, and
  * the baseline (scripts/bench/baseline-server.ts, rate-limiter-flexible).
  * One load generator (autocannon, loopback) drives them one at a time; the
- * client rows are driven instead by one FloodgateClient in a process of its
+ * client rows are driven instead by FloodgateClients in one process of its
  * own (scripts/bench/client-driver.ts), its callers each awaiting
  * `client.check` in a loop, against the same Floodgate. The scenarios are
  * interleaved round after round so that drift in the machine's load falls on
@@ -123,6 +123,7 @@ async function main(): Promise<void> {
     cleanups.push(() => client.stop());
     const clientRuns = new Map<ClientWorkload, ClientRunResult[]>([
       ["normal", []],
+      ["normal, one request a batch", []],
       ["attack", []],
     ]);
     const viaClient = (name: string, workload: ClientWorkload) => clientScenario(name, floodgate, client, workload, clientRuns.get(workload)!);
@@ -137,6 +138,7 @@ async function main(): Promise<void> {
       http("attack on one key over its limit", floodgate, 32, attack),
       http("attack on one key over its limit", floodgateNoCache, 32, attack),
       viaClient(`client, ${CLIENT_CALLERS} concurrent callers`, "normal"),
+      viaClient(`client, ${CLIENT_CALLERS} callers, batch.parallel 1`, "normal, one request a batch"),
       viaClient("client, attack on one key", "attack"),
     ];
 
@@ -162,7 +164,7 @@ async function main(): Promise<void> {
 
     console.log(table(results));
     console.log(clientNote(clientRuns));
-    console.log(`\nceiling: redis-benchmark, decide.lua (EVALSHA) with the three rules of a bench check, -c 32 -P 16: ${fmt(ceiling, 0)} decisions/s`);
+    console.log(`\nceiling: redis-benchmark, decide.lua (FCALL) with the three rules of a bench check, -c 32 -P 16: ${fmt(ceiling, 0)} decisions/s`);
     console.log(goals(results, servers, ceiling));
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error("bench: cleanup failed:", error));
@@ -317,14 +319,18 @@ function table(results: Map<Scenario, Measured>): string {
 
 /** How the client decided in the measured rounds: its batches' size, and how much of the attack its refusal cache answered. */
 function clientNote(runs: Map<ClientWorkload, ClientRunResult[]>): string {
-  const normal = runs.get("normal")!;
+  const batching = (workload: ClientWorkload) => {
+    const measured = runs.get(workload)!;
+    const batches = measured.reduce((sum, r) => sum + r.batches, 0);
+    const batched = measured.reduce((sum, r) => sum + r.batches * r.meanBatchSize, 0);
+    return `${fmt(batches, 0)} requests to Floodgate, ${fmt(batches === 0 ? NaN : batched / batches, 1)} checks each on average`;
+  };
   const attack = runs.get("attack")!;
-  const batches = normal.reduce((sum, r) => sum + r.batches, 0);
-  const batched = normal.reduce((sum, r) => sum + r.batches * r.meanBatchSize, 0);
   const checks = attack.reduce((sum, r) => sum + r.load.requests + r.load.failures, 0);
   const cached = attack.reduce((sum, r) => sum + r.refusalCacheAnswers, 0);
   return [
-    `\nclient, ${CLIENT_CALLERS} concurrent callers: ${fmt(batches, 0)} requests to Floodgate, ${fmt(batches === 0 ? NaN : batched / batches, 1)} checks each on average`,
+    `\nclient, ${CLIENT_CALLERS} concurrent callers: ${batching("normal")}`,
+    `client, ${CLIENT_CALLERS} callers, batch.parallel 1: ${batching("normal, one request a batch")}`,
     `client, attack on one key: ${fmt(checks === 0 ? NaN : (100 * cached) / checks, 2)}% of ${fmt(checks, 0)} checks answered by its refusal cache`,
   ].join("\n");
 }
@@ -340,7 +346,7 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
   const many = find("single", floodgateMany, 32);
   const attack = find("attack", floodgate, 32);
   const attackNoCache = find("attack", floodgateNoCache, 32);
-  const client = find(`client, ${CLIENT_CALLERS}`, floodgate, CLIENT_CALLERS);
+  const client = find(`client, ${CLIENT_CALLERS} concurrent callers`, floodgate, CLIENT_CALLERS);
   const clientAttack = find("client, attack", floodgate, CLIENT_CALLERS);
   const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
   const rows = [

@@ -16,11 +16,16 @@ const CACHE_LIVE_TIMEOUT_MS = 10_000;
 
 // The bench measures deciding, not the failure policy: a check slower than the default 100 ms
 // deadline on a loaded machine must be waited for, not answered by failureMode.
-const client = new FloodgateClient({ url: process.env.FLOODGATE_URL!, token: process.env.FLOODGATE_TOKEN!, timeoutMs: 5_000 });
+const options = { url: process.env.FLOODGATE_URL!, token: process.env.FLOODGATE_TOKEN!, timeoutMs: 5_000 };
+const client = new FloodgateClient(options);
+// The same client sending each batch as one request, for the row that shows what parallel requests buy.
+const oneRequestABatch = new FloodgateClient({ ...options, batch: { parallel: 1 } });
 
-const WORKLOADS: Record<ClientWorkload, (i: number) => CheckRequest> = {
-  normal: (i) => checkInput(TENANT, CALLERS[i % CALLERS.length]!),
-  attack: () => checkInput(ATTACK_TENANT, ATTACKER),
+const normal = (i: number) => checkInput(TENANT, CALLERS[i % CALLERS.length]!);
+const WORKLOADS: Record<ClientWorkload, { client: FloodgateClient; requestOf: (i: number) => CheckRequest }> = {
+  normal: { client, requestOf: normal },
+  "normal, one request a batch": { client: oneRequestABatch, requestOf: normal },
+  attack: { client, requestOf: () => checkInput(ATTACK_TENANT, ATTACKER) },
 };
 
 function send(message: DriverMessage): void {
@@ -28,8 +33,9 @@ function send(message: DriverMessage): void {
 }
 
 async function run({ workload, callers, seconds }: ClientRun): Promise<ClientRunResult> {
+  const { client, requestOf } = WORKLOADS[workload];
   const before = client.stats();
-  const load = await driveClient({ client, callers, seconds, requestOf: WORKLOADS[workload] });
+  const load = await driveClient({ client, callers, seconds, requestOf });
   const after = client.stats();
   const batches = after.batches - before.batches;
   const batchedChecks = after.meanBatchSize * after.batches - before.meanBatchSize * before.batches;
@@ -55,7 +61,7 @@ process.on("message", (message) => {
     (error: unknown) => send({ error: String(error) }),
   );
 });
-process.on("disconnect", () => void client.close());
+process.on("disconnect", () => void Promise.all([client.close(), oneRequestABatch.close()]));
 cacheLive().then(
   () => send({ ready: true }),
   (error: unknown) => send({ error: String(error) }),

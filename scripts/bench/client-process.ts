@@ -9,8 +9,11 @@
 import { spawn } from "node:child_process";
 import type { LoadResult } from "./load.js";
 
-/** normal: the single-check scenario's callers; attack: every caller as the attacker, far over its limit. */
-export type ClientWorkload = "normal" | "attack";
+/**
+ * normal: the single-check scenario's callers; "normal, one request a batch": the same through a
+ * client with batch.parallel 1; attack: every caller as the attacker, far over its limit.
+ */
+export type ClientWorkload = "normal" | "normal, one request a batch" | "attack";
 
 export interface ClientRun {
   workload: ClientWorkload;

@@ -4,7 +4,19 @@
  * Network batching. Concurrent checks are gathered into one checkLimitsBatch
  * request per tenant: a batch closes when it holds batch.maxSize checks, or
  * when the event loop turns (batch.maxWaitMs 0, the default), or maxWaitMs
- * after its first check. Its document text never changes, so the server
+ * after its first check. A batch that closes holding at least twice
+ * MIN_PART checks goes out as up to batch.parallel requests (2 by default) in
+ * flight together. One request at a time keeps the work in lock step:
+ * callers that each await a check get their answers in the same turn, so
+ * their next checks form the next batch, which waits for this process to
+ * write it, for Floodgate to decide it and for Redis, one after the other,
+ * each idle while another works. Two requests overlap these steps (the first
+ * part's callers send their next checks while the second part is still being
+ * decided), so a machine's cores work at once. A batch is split by caller
+ * (user, IP, API key, cookie and user agent together): one caller's checks
+ * stay in one request, in the order they were made, while Floodgate may
+ * apply two parts in either order, as it would the checks of callers that
+ * each sent their own. Its document text never changes, so the server
  * compiles it once for its fast path. Batches are kept to one tenant because
  * Floodgate refuses a whole operation whose checks mix tenants a key may not
  * check; a batch refused for one check's bad input is sent again without it
@@ -55,6 +67,7 @@ import type { LocalLimiter } from "./local-limiter.js";
 import { RefusalCache } from "./refusal-cache.js";
 import { RuleBook } from "./rule-book.js";
 import { fetchTransport, type FetchFunction, type Transport, type TransportAnswer } from "./transport.js";
+import { fnv1a } from "../domain/fnv1a.js";
 
 export type FailureMode = "OPEN" | "CLOSED" | "LOCAL";
 
@@ -72,6 +85,8 @@ export interface FloodgateClientOptions {
     maxSize?: number;
     /** 0 (default): a batch closes when the event loop turns; more: up to this long after its first check. */
     maxWaitMs?: number;
+    /** Up to how many requests a closing batch of at least 16 checks is sent as, in flight together, split by caller; default 2, 1 for one request a batch. */
+    parallel?: number;
   };
   /** The refusal cache: false turns it off; default 10,000 entries. */
   cache?: false | { maxEntries?: number };
@@ -136,6 +151,12 @@ interface GraphQLBody<T> {
 
 /** Floodgate's own faults, answered like a 5xx. */
 const OUTAGE_CODES = new Set(["INTERNAL_SERVER_ERROR", "SERVICE_UNAVAILABLE"]);
+/**
+ * The fewest checks a part of a split batch holds: below this a request's own
+ * cost (its headers, parsing, one round trip) outweighs what overlapping it
+ * with another gains.
+ */
+const MIN_PART = 8;
 /** Rule versions the RuleBook keeps: far more than the rules one backend's checks meet. */
 const RULE_VERSIONS_KEPT = 10_000;
 const BATCH_FIELD = /^requests\[(\d+)\]\.?(.*)$/;
@@ -150,6 +171,7 @@ export class FloodgateClient {
   private readonly failureMode: FailureMode;
   private readonly maxSize: number;
   private readonly maxWaitMs: number;
+  private readonly parallel: number;
   private readonly cache: RefusalCache | null;
   private readonly feed: InvalidationFeed | null;
   private readonly local: LocalLimiter | null;
@@ -179,6 +201,7 @@ export class FloodgateClient {
     this.failureMode = failureModeOf(options.failureMode);
     this.maxSize = wholeNumber("batch.maxSize", options.batch?.maxSize, 100, 1, MAX_BATCH);
     this.maxWaitMs = wholeNumber("batch.maxWaitMs", options.batch?.maxWaitMs, 0, 0, 60_000);
+    this.parallel = wholeNumber("batch.parallel", options.batch?.parallel, 2, 1, 64);
     const connections = wholeNumber("connections", options.connections, 8, 1, 1024);
     const instances = wholeNumber("instances", options.instances, 1, 1, 1_000_000);
     const authorization = `Bearer ${options.token}`;
@@ -273,14 +296,17 @@ export class FloodgateClient {
     if (batch.checks.length >= this.maxSize) void this.flush(batch);
   }
 
-  /** Closes a batch and sends it. */
+  /** Closes a batch and sends it, split by caller into up to `parallel` parts of MIN_PART checks or more (see the header). */
   private flush(batch: Batch): Promise<void> {
     if (this.open.get(batch.tenantId) === batch) this.open.delete(batch.tenantId);
     if (batch.timer !== null) clearTimeout(batch.timer);
     batch.timer = null;
-    const sending = this.send(batch.checks, batch.deadlineAtMs);
-    this.inFlight.add(sending);
-    return sending.finally(() => this.inFlight.delete(sending));
+    const sent = splitByCaller(batch.checks, Math.min(this.parallel, Math.floor(batch.checks.length / MIN_PART))).map((part) => {
+      const sending = this.send(part, batch.deadlineAtMs);
+      this.inFlight.add(sending);
+      return sending.finally(() => this.inFlight.delete(sending));
+    });
+    return Promise.all(sent).then(() => undefined);
   }
 
   private async send(checks: PendingCheck[], deadlineAtMs: number): Promise<void> {
@@ -424,6 +450,17 @@ const CHECKS_IN_FULL_PREFIX = batchPrefix(String(FloodgateChecksInFullDocument))
 const RULES_PREFIX = batchPrefix(String(FloodgateRulesDocument));
 const RESET_LIMIT = compact(String(FloodgateResetLimitDocument));
 const INVALIDATIONS = compact(String(FloodgateInvalidationsDocument));
+
+/** The checks in up to `parts` parts, each caller's checks in one part, in their order; no part empty. */
+function splitByCaller(checks: PendingCheck[], parts: number): PendingCheck[][] {
+  if (parts <= 1) return [checks];
+  const split: PendingCheck[][] = Array.from({ length: parts }, () => []);
+  for (const check of checks) {
+    const { userId, ip, apiKey, cookie, userAgent } = check.request;
+    split[fnv1a(`${userId ?? ""}\u0000${ip ?? ""}\u0000${apiKey ?? ""}\u0000${cookie ?? ""}\u0000${userAgent ?? ""}`) % parts]!.push(check);
+  }
+  return split.filter((part) => part.length > 0);
+}
 
 /** The check as Floodgate's input type has it: only its fields, so a caller's extra properties cannot fail the batch. */
 function inputOf(r: CheckLimitsInput): CheckLimitsInput {

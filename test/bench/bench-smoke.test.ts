@@ -22,6 +22,7 @@ describe.runIf(available)("npm run bench -- --smoke", () => {
       "checkLimitsBatch of 100",
       "attack on one key over its limit",
       "client, 32 concurrent callers",
+      "client, 32 callers, batch.parallel 1",
       "client, attack on one key",
     ]) expect(stdout).toContain(`| ${scenario}`);
     expect(stdout).toMatch(/ceiling: redis-benchmark.*: [\d,]+ decisions\/s/);

@@ -71,9 +71,33 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       await expectSameDecision();
     });
 
+    it("sends a batch of many callers as batch.parallel requests in flight together, each caller's checks in one of them, in order", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 2);
+      const key = await apiKey(suite.client, tenantId);
+      const users = Array.from({ length: 16 }, (_, i) => `u${i}`);
+      const requests = [0, 1, 2].flatMap(() => users.map((userId) => ({ tenantId, userId })));
+      for (const parallel of [2, 1]) {
+        const client = track(patientClient(suite.t.app.url, key, { cache: false, batch: { parallel } }));
+        const decisions = await client.checkMany(requests.map((r) => ({ ...r, userId: `${r.userId}-${parallel}` })));
+        expect(client.stats()).toMatchObject({ batches: parallel, decisions: { network: 48 } });
+        // Each caller's first two checks admitted, in the order made, and its third refused.
+        expect(decisions.map((d) => d.remaining)).toEqual([...users.map(() => 1), ...users.map(() => 0), ...users.map(() => 0)]);
+        expect(decisions.map((d) => d.allowed)).toEqual([...users.map(() => true), ...users.map(() => true), ...users.map(() => false)]);
+      }
+    });
+
+    it("keeps a batch of fewer than 16 checks, or of one caller's, to one request", async () => {
+      const tenantId = newTenant();
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false }));
+      await client.checkMany(Array.from({ length: 15 }, (_, i) => ({ tenantId, userId: `u${i}` })));
+      await client.checkMany(Array.from({ length: 40 }, () => ({ tenantId, userId: "one" })));
+      expect(client.stats()).toMatchObject({ batches: 2, decisions: { network: 55 } });
+    });
+
     it("closes a batch at batch.maxSize", async () => {
       const tenantId = newTenant();
-      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false, batch: { maxSize: 16 } }));
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false, batch: { maxSize: 16, parallel: 1 } }));
       await client.checkMany(Array.from({ length: 40 }, (_, i) => ({ tenantId, userId: `u${i}` })));
       expect(client.stats()).toMatchObject({ batches: 3, decisions: { network: 40 } });
     });
@@ -276,6 +300,7 @@ describe("FloodgateClient options", () => {
     [{ failureMode: "SOMETIMES" }, 'options.failureMode must be OPEN, CLOSED or LOCAL (got "SOMETIMES")'],
     [{ batch: { maxSize: 1001 } }, "options.batch.maxSize must be an integer from 1 to 1000 (got 1001)"],
     [{ batch: { maxWaitMs: -1 } }, "options.batch.maxWaitMs must be an integer from 0 to 60000 (got -1)"],
+    [{ batch: { parallel: 0 } }, "options.batch.parallel must be an integer from 1 to 64 (got 0)"],
     [{ cache: { maxEntries: 0 } }, "options.cache.maxEntries must be an integer from 1 to 10000000 (got 0)"],
   ])("refuses %j, naming the option", (bad, message) => {
     expect(() => new FloodgateClient({ url: "http://127.0.0.1:1/graphql", token: "t", ...(bad as object) })).toThrow(message);

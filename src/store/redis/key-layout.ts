@@ -15,6 +15,7 @@
 import { createHash } from "node:crypto";
 import calculateSlot from "cluster-key-slot";
 import type { BucketRef } from "../../domain/ports.js";
+import { fnv1a } from "../../domain/fnv1a.js";
 
 const MAX_PLAIN_FIELD = 48;
 
@@ -44,14 +45,4 @@ export class KeyLayout {
     const keys = this.keysOf(bucket.ruleId, field);
     return bucket.params.algorithm === "SLIDING_WINDOW_LOG" ? [keys.log] : [keys.pageA, keys.pageB];
   }
-}
-
-/** 32-bit FNV-1a: fast, well spread, and the same on every instance. */
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
 }
