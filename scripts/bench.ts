@@ -31,6 +31,7 @@ import type { CheckRequest } from "../src/domain/request.js";
 import type { Rule } from "../src/domain/rule.js";
 import { redisCeiling } from "./bench/ceiling.js";
 import { startClientDriver, type ClientProcess, type ClientRunResult, type ClientWorkload } from "./bench/client-process.js";
+import { driveHotBucket, type HotBucketRun } from "./bench/hot-bucket.js";
 import { drive, type LoadResult } from "./bench/load.js";
 import { startServer, type ServerProcess } from "./bench/processes.js";
 import {
@@ -41,6 +42,8 @@ import {
   baselineBody,
   floodgateBatchBody,
   floodgateBody,
+  hotBucketRule,
+  HOT_BUCKET,
   ruleSet,
   type Caller,
 } from "./bench/workload.js";
@@ -166,6 +169,8 @@ async function main(): Promise<void> {
     console.log(clientNote(clientRuns));
     console.log(`\nceiling: redis-benchmark, decide.lua (FCALL) with the three rules of a bench check, -c 32 -P 16: ${fmt(ceiling, 0)} decisions/s`);
     console.log(goals(results, servers, ceiling));
+    for (const server of Object.values(servers)) await server.stop();
+    console.log(hotBucketTable(await hotBucketRuns(cleanups)));
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error("bench: cleanup failed:", error));
   }
@@ -384,6 +389,48 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
   ];
   const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
   return ["\ngoals (ratios from the same run):", ...rows.map((r) => `  ${r.map((c, i) => c.padEnd(widths[i]!)).join("  ")}`)].join("\n");
+}
+
+/**
+ * The hot bucket (scripts/bench/hot-bucket.ts): two instances with leased
+ * budgets off, then two with them on, each pair taking the same open-loop
+ * traffic on one bucket, on a database of their own.
+ */
+async function hotBucketRuns(cleanups: (() => Promise<unknown>)[]): Promise<HotBucketRun[]> {
+  const { url } = await seededDatabase("bench_hot", [hotBucketRule(HOT_BUCKET_RUN.limit, HOT_BUCKET_RUN.windowMs)], cleanups);
+  const runs: HotBucketRun[] = [];
+  for (const [label, env] of [
+    ["leases off", { REDIS_TIMEOUT_MS: "1000" }],
+    ["leases on", { REDIS_TIMEOUT_MS: "1000", LEASE_HOT_CHECKS_PER_SECOND: "500", LEASE_MS: "100" }],
+  ] as const) {
+    const instances = await Promise.all([1, 2].map((n) => startFloodgate(`floodgate ${n}, ${label}`, url, env)));
+    try {
+      await driveHotBucket({ label, urls: instances.map((i) => i.url), token: TOKEN, tenantId: HOT_BUCKET.tenantId, ...HOT_BUCKET_RUN, seconds: Math.min(2, SECONDS) });
+      runs.push(await driveHotBucket({ label, urls: instances.map((i) => i.url), token: TOKEN, tenantId: HOT_BUCKET.tenantId, ...HOT_BUCKET_RUN }));
+    } finally {
+      await Promise.all(instances.map((i) => i.stop()));
+    }
+  }
+  return runs;
+}
+
+/** 5,000 checks a second on one bucket, 3 windows of 5 s over their limit of 15,000 (smoke: 2,000 a second, windows of 1 s). */
+const HOT_BUCKET_RUN = smoke
+  ? { ratePerSecond: 2000, seconds: 3.5, limit: 1200, windowMs: 1000 }
+  : { ratePerSecond: 5000, seconds: 21, limit: 15_000, windowMs: 5000 };
+
+function hotBucketTable(runs: readonly HotBucketRun[]): string {
+  const [off, on] = runs as [HotBucketRun, HotBucketRun];
+  const { ratePerSecond, limit, windowMs } = HOT_BUCKET_RUN;
+  const row = (r: HotBucketRun) =>
+    `  ${r.label.padEnd(11)} ${fmt(r.checks, 0).padStart(8)} checks  ${fmt(r.redisCallsPerCheck, 4).padStart(7)} Redis calls/check  windows admitted ${r.windows.map((w) => fmt(w, 0)).join(", ")}  over-admission ${r.overAdmission}  under-admission ${r.underAdmission}  degraded ${r.degraded}  failed ${r.refusedOrFailed.failed}`;
+  const fewer = off.redisCallsPerCheck / on.redisCallsPerCheck;
+  return [
+    `\nhot bucket: ${fmt(ratePerSecond, 0)} checks/s on one bucket (FIXED_WINDOW, ${fmt(limit, 0)} per ${windowMs / 1000} s), over two instances, complete windows only:`,
+    row(off),
+    row(on),
+    `  leases: ${fmt(fewer, 1)}x fewer Redis calls per check (goal >= 10x: ${fewer >= 10 ? "met" : "NOT met"}), over-admission ${on.overAdmission} (goal 0: ${on.overAdmission === 0 ? "met" : "NOT met"})`,
+  ].join("\n");
 }
 
 function ratio(a: number, b: number): string {

@@ -25,6 +25,7 @@ import { Limiter } from "./engine/decision/limiter.js";
 import { MutationLimiter } from "./engine/access/mutation-limiter.js";
 import { OverLimitCache } from "./engine/decision/over-limit-cache.js";
 import { CHECKS_PER_TIMEOUT, ResilientCounterStore } from "./store/resilient-counter-store.js";
+import { LeasingCounterStore } from "./store/leasing-counter-store.js";
 import { RuleBook } from "./engine/decision/rule-book.js";
 import { describeProblem } from "./engine/rules/rule-import.js";
 import { RuleService } from "./engine/rules/rule-service.js";
@@ -105,7 +106,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       events: core.events,
       known: knownKeys,
     });
-    listenToEvents(core.events, { overLimit, keys });
+    listenToEvents(core.events, { overLimit, keys, leases: core.leasing });
     const services = {
       rules: core.rules,
       limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit }),
@@ -199,7 +200,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   // PGlite has just chmodded its files open (see data-dir.ts).
   if (settings.dataDir !== null) removeForeignAccess(settings.dataDir);
 
-  const { store: counters, resilient } = await openCounterStore(settings, clock, logger, telemetry);
+  const { store: counters, resilient, leasing } = await openCounterStore(settings, clock, logger, telemetry);
   closers.add(() => counters.close());
 
   const events = new CoalescingEventBus(await openEventBus(settings, logger), {
@@ -210,7 +211,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
 
   const repository = new PrismaRuleRepository(database.prisma);
   const rules = new RuleService(repository, book, counters, events, clock, settings.ruleLimits);
-  return { database, counters, resilient, events, repository, rules, clock };
+  return { database, counters, resilient, leasing, events, repository, rules, clock };
 }
 
 async function migrate(database: Database, logger: Logger): Promise<void> {
@@ -223,7 +224,7 @@ async function openCounterStore(
   clock: Clock,
   logger: Logger,
   telemetry: Telemetry,
-): Promise<{ store: CounterStore; resilient: ResilientCounterStore | null }> {
+): Promise<{ store: CounterStore; resilient: ResilientCounterStore | null; leasing?: LeasingCounterStore }> {
   if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), resilient: null };
   // The largest batch's deadline: no command may outlive the longest any caller waits for it.
   const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT), settings.redisSecurity);
@@ -248,7 +249,9 @@ async function openCounterStore(
     clock,
     telemetry,
   });
-  return { store, resilient: store };
+  if (settings.leaseHotChecksPerSecond === 0) return { store, resilient: store };
+  const leasing = new LeasingCounterStore({ inner: store, clock, hotChecksPerSecond: settings.leaseHotChecksPerSecond, leaseMs: settings.leaseMs, maxLeaseMs: settings.leaseMaxMs, telemetry });
+  return { store: leasing, resilient: store, leasing };
 }
 
 /**

@@ -114,3 +114,12 @@ export function floodgateBatchBody(callers: readonly Caller[]): string {
 export function baselineBody(c: Caller): string {
   return JSON.stringify(c);
 }
+
+/** The hot bucket's tenant: one rule, one bucket for every check (scripts/bench/hot-bucket.ts). */
+export const HOT_BUCKET = { tenantId: "bench-hot" } as const;
+
+export function hotBucketRule(limit: number, windowMs: number): Rule {
+  const input: RuleInput = { tenantId: HOT_BUCKET.tenantId, name: "hot", scope: ["TENANT"], limit, window: windowMs / 1000, windowUnit: "SECONDS", algorithm: "FIXED_WINDOW" };
+  const at = new Date();
+  return { ...validateNewRule(input), id: randomUUID(), version: 1, createdAt: at, updatedAt: at };
+}

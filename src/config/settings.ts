@@ -61,6 +61,12 @@ export interface Settings {
   shutdownTimeoutMs: number;
   /** Buckets the over-limit cache remembers at most; 0 turns it off. */
   overLimitCacheSize: number;
+  /** Leased budgets (Redis only): a bucket checked this often per second on one instance is leased; 0 turns them off. */
+  leaseHotChecksPerSecond: number;
+  /** How much of an instance's traffic on a hot bucket one lease covers, in milliseconds of it. */
+  leaseMs: number;
+  /** The longest a lease lives: how stale what a leased decision reports may be. */
+  leaseMaxMs: number;
   /** Check documents kept compiled for the fast path past Apollo; 0 turns the fast path off. */
   fastPathCacheSize: number;
   /** What those may hold in all, in bytes (estimated from the fields each compiled document selects). */
@@ -156,6 +162,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     maxQueryFields: integer(env, "MAX_QUERY_FIELDS", 5000, 10, 1_000_000),
     shutdownTimeoutMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     overLimitCacheSize: integer(env, "OVER_LIMIT_CACHE_SIZE", 100_000, 0, 10_000_000),
+    leaseHotChecksPerSecond: integer(env, "LEASE_HOT_CHECKS_PER_SECOND", 0, 0, 10_000_000),
+    leaseMs: integer(env, "LEASE_MS", 100, 1, 1000),
+    leaseMaxMs: integer(env, "LEASE_MAX_MS", 1000, 1, 60_000),
     fastPathCacheSize: integer(env, "FAST_PATH_CACHE_SIZE", 1000, 0, 1_000_000),
     fastPathCacheBytes: integer(env, "FAST_PATH_CACHE_BYTES", 64 << 20, 1 << 20, 2 ** 40),
     maxSubscriptionsPerSocket: integer(env, "MAX_SUBSCRIPTIONS_PER_SOCKET", 50, 1, 100_000),

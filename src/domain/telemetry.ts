@@ -25,6 +25,10 @@ export interface Telemetry {
   subscriptionClosed(): void;
   /** Events not delivered to a subscriber that fell too far behind (its subscription is ended). */
   eventsDropped(count: number): void;
+  /** A hot bucket's lease taken from the counter store, of `units` units (src/store/leasing-counter-store.ts). */
+  leaseTaken(units: number): void;
+  /** Units admitted from leases, without a round trip. */
+  leaseUsed(units: number): void;
 }
 
 export const noTelemetry: Telemetry = {
@@ -36,4 +40,6 @@ export const noTelemetry: Telemetry = {
   subscriptionOpened: () => undefined,
   subscriptionClosed: () => undefined,
   eventsDropped: () => undefined,
+  leaseTaken: () => undefined,
+  leaseUsed: () => undefined,
 };

@@ -22,6 +22,8 @@ export class PrometheusTelemetry implements Telemetry {
   private readonly breaker: Gauge<"node">;
   private readonly subscriptions: Gauge;
   private readonly dropped: Counter;
+  private readonly leases: Counter;
+  private readonly leasedUnits: Counter<"use">;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -58,6 +60,13 @@ export class PrometheusTelemetry implements Telemetry {
     });
     this.subscriptions = new Gauge({ name: "floodgate_subscriptions", help: "Open GraphQL subscriptions.", registers });
     this.dropped = new Counter({ name: "floodgate_events_dropped_total", help: "Events not delivered to subscribers that fell too far behind (their subscriptions were ended).", registers });
+    this.leases = new Counter({ name: "floodgate_leases_total", help: "Leases of hot buckets taken from the counter store (LEASE_HOT_CHECKS_PER_SECOND).", registers });
+    this.leasedUnits = new Counter({
+      name: "floodgate_leased_units_total",
+      help: "Units of hot buckets' leases: taken from the counter store, and admitted from them without a round trip.",
+      labelNames: ["use"],
+      registers,
+    });
     new Gauge({
       name: "floodgate_rules",
       help: "Rules held in memory.",
@@ -109,6 +118,15 @@ export class PrometheusTelemetry implements Telemetry {
 
   eventsDropped(count: number): void {
     this.dropped.inc(count);
+  }
+
+  leaseTaken(units: number): void {
+    this.leases.inc();
+    this.leasedUnits.inc({ use: "taken" }, units);
+  }
+
+  leaseUsed(units: number): void {
+    this.leasedUnits.inc({ use: "admitted" }, units);
   }
 }
 
