@@ -51,7 +51,9 @@ args   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
        then 2 values per rule:
          spec        "<algorithm>:<limit>:<window_ms>:<capacity>:<action>", the
                      algorithm an ALGO_ code, the capacity the burst (or the limit
-                     where there is none), the action an ACTION_ code
+                     where there is none), the action an ACTION_ code; a GLOBAL
+                     rule's ends in ":G:<regions>", the other regions (comma
+                     separated, maybe none) whose copies count (see "Regions")
          field       the bucket's field in its page ("" for SLIDING_WINDOW_LOG)
        release only: then N receipts, one per rule, as reserve returned them
 Reply  decide (neither MODE_RESERVE nor MODE_RELEASE):
@@ -104,6 +106,16 @@ window index, its drain time), so a state read from a page older than its
 epoch says nothing wrong: the pages only bound memory, they are not part of
 the arithmetic. Steady traffic therefore costs one HGET and one HSET per rule.
 
+Regions. A GLOBAL rule's limit is shared by every region, each deciding on a
+Redis of its own. Each region's instances ship its state of a bucket to the
+other regions (src/store/regions), where merge.lua keeps it as a copy, field
+"<bucket field>@<region>" of the bucket's page pair. A decision reads the
+bucket and the copies of the regions its spec names, adds their counts to the
+bucket's own (countedElsewhere), and stores the bucket's own counts alone;
+the instances read the bucket's state with merge.lua's `state` when they ship
+it. A region cut off from the others names none of them: it decides on its
+own counts, under a limit the instance has cut to the region's share.
+
 States. A page's bucket is stored as big-endian doubles (struct.pack '>d',
 exact for integers below 2^53): FIXED_WINDOW 4 of them (32 bytes),
 SLIDING_WINDOW_COUNTER 5 (40 bytes), the meters 4 (32 bytes), in the order of
@@ -120,9 +132,13 @@ module is prefixed with the module's name.
   div_floor, div_ceil                        divFloor, divCeil              integer.ts
   admitted, refused                          admitted, refused              types.ts
   evaluate_fixed_window                      evaluateFixedWindow            fixed-window.ts
+  fixed_window_roll_forward                  rollForward                    fixed-window.ts
+  fixed_window_counted_elsewhere             countedElsewhere               fixed-window.ts
   fixed_window_age                           age                            fixed-window.ts
   fixed_window_usage                         usage (a closure)              fixed-window.ts
   evaluate_sliding_window_counter            evaluateSlidingWindowCounter   sliding-window-counter.ts
+  sliding_window_counter_roll_forward        rollForward                    sliding-window-counter.ts
+  sliding_window_counter_counted_elsewhere   countedElsewhere               sliding-window-counter.ts
   sliding_window_counter_weight              weight                         sliding-window-counter.ts
   sliding_window_counter_earliest_in_window  earliestInWindow               sliding-window-counter.ts
   sliding_window_counter_age                 age                            sliding-window-counter.ts
@@ -134,9 +150,8 @@ module is prefixed with the module's name.
   sliding_window_log_live                    live                           sliding-window-log.ts
   sliding_window_log_usage                   usage (a closure)              sliding-window-log.ts
   the main chunk's `allowed`                 combine                        index.ts
-Inlined here: beyondCapacity (refused with the rule's window), both
-rollForwards (in the evaluate functions), earliestRelease (the loop in
-evaluate_sliding_window_counter). With no twin, as they handle Redis's
+Inlined here: beyondCapacity (refused with the rule's window),
+earliestRelease (the loop in evaluate_sliding_window_counter). With no twin, as they handle Redis's
 storage: int, decode_state, state_text, horizon_ms, read_bucket,
 write_bucket, append_log and the release's functions.
 
@@ -249,29 +264,52 @@ local function fixed_window_usage(limit, window_ms, window_end, now, curr, queue
   return max(0, limit - curr - queued), reset
 end
 
+-- A stored state (nil: none) aged to now under the window it was counted in;
+-- after a window change its counts carry over into the current window.
+local function fixed_window_roll_forward(value, now, window_ms)
+  local window = floor(now / window_ms)
+  local s1, s2, s3, s4 = decode_state(value, 4)
+  if not s1 then return window, 0, 0 end
+  local aged, curr, queued = fixed_window_age(s1, s2, s3, floor(now / s4))
+  if s4 ~= window_ms then return window, curr + queued, 0 end
+  return aged, curr, queued
+end
+
+-- What other regions count in this window and the next: each state aged to
+-- now; a region whose clock has moved on to the next window counts its
+-- current window in our next.
+local function fixed_window_counted_elsewhere(elsewhere, window, now, window_ms)
+  local current, next = 0, 0
+  for i = 1, #elsewhere do
+    local theirs, curr, queued = fixed_window_roll_forward(elsewhere[i], now, window_ms)
+    if theirs == window then
+      current, next = current + curr, next + queued
+    elseif theirs == window + 1 then
+      next = next + curr
+    end
+  end
+  return current, next
+end
+
 local function evaluate_fixed_window(r, value, now, cost)
   local limit, window_ms = r.limit, r.window_ms
-  local window, current, next = floor(now / window_ms), 0, 0
-  local s1, s2, s3, s4 = decode_state(value, 4)
-  if s1 then
-    local aged, curr, queued = fixed_window_age(s1, s2, s3, floor(now / s4))
-    if s4 ~= window_ms then
-      current = curr + queued
-    else
-      window, current, next = aged, curr, queued
-    end
+  local window, local_current, local_next = fixed_window_roll_forward(value, now, window_ms)
+  local current, next = local_current, local_next
+  if r.elsewhere then
+    local other_current, other_next = fixed_window_counted_elsewhere(r.elsewhere, window, now, window_ms)
+    current, next = current + other_current, next + other_next
   end
   local window_end = (window + 1) * window_ms
   local remaining, reset = fixed_window_usage(limit, window_ms, window_end, now, current, next)
   if cost > limit then return refused(r, window_ms, remaining, reset) end
   if current + cost <= limit then
     local if_remaining, if_reset = fixed_window_usage(limit, window_ms, window_end, now, current + cost, next)
-    return admitted(r, pack('>dddd', window, current + cost, next, window_ms), 0, if_remaining, if_reset, remaining, reset, 2)
+    return admitted(r, pack('>dddd', window, local_current + cost, local_next, window_ms), 0, if_remaining, if_reset, remaining, reset, 2)
   end
   local throttle = r.action == ACTION_THROTTLE
   if throttle and next + cost <= limit then
     local if_remaining, if_reset = fixed_window_usage(limit, window_ms, window_end, now, current, next + cost)
-    return admitted(r, pack('>dddd', window, current, next + cost, window_ms), window_end - now, if_remaining, if_reset, remaining, reset, 3)
+    return admitted(r, pack('>dddd', window, local_current, local_next + cost, window_ms), window_end - now, if_remaining, if_reset, remaining, reset, 3)
   end
   local wait_windows = 1
   if throttle or next + cost <= limit then wait_windows = 0 end
@@ -317,18 +355,40 @@ local function sliding_window_counter_usage(limit, window, window_ms, now, carri
   return remaining, reset
 end
 
+-- A stored state (nil: none) aged to now under the window it was counted in;
+-- after a window change its counts carry over into the current window.
+local function sliding_window_counter_roll_forward(value, now, window_ms)
+  local window = floor(now / window_ms)
+  local s1, s2, s3, s4, s5 = decode_state(value, 5)
+  if not s1 then return window, 0, 0, 0 end
+  local aged, prev, curr, queued = sliding_window_counter_age(s1, s2, s3, s4, floor(now / s5))
+  if s5 ~= window_ms then return window, 0, prev + curr + queued, 0 end
+  return aged, prev, curr, queued
+end
+
+-- What other regions count in the previous window, this one and the next: each
+-- state aged to now; a region whose clock has moved on to the next window
+-- counts its previous window in our current and its current in our next.
+local function sliding_window_counter_counted_elsewhere(elsewhere, window, now, window_ms)
+  local previous, current, next = 0, 0, 0
+  for i = 1, #elsewhere do
+    local theirs, prev, curr, queued = sliding_window_counter_roll_forward(elsewhere[i], now, window_ms)
+    if theirs == window then
+      previous, current, next = previous + prev, current + curr, next + queued
+    elseif theirs == window + 1 then
+      current, next = current + prev, next + curr
+    end
+  end
+  return previous, current, next
+end
+
 local function evaluate_sliding_window_counter(r, value, now, cost)
   local limit, window_ms = r.limit, r.window_ms
-  local window = floor(now / window_ms)
-  local previous, current, next = 0, 0, 0
-  local s1, s2, s3, s4, s5 = decode_state(value, 5)
-  if s1 then
-    local aged, prev, curr, queued = sliding_window_counter_age(s1, s2, s3, s4, floor(now / s5))
-    if s5 ~= window_ms then
-      current = prev + curr + queued
-    else
-      window, previous, current, next = aged, prev, curr, queued
-    end
+  local window, local_previous, local_current, local_next = sliding_window_counter_roll_forward(value, now, window_ms)
+  local previous, current, next = local_previous, local_current, local_next
+  if r.elsewhere then
+    local other_previous, other_current, other_next = sliding_window_counter_counted_elsewhere(r.elsewhere, window, now, window_ms)
+    previous, current, next = previous + other_previous, current + other_current, next + other_next
   end
   local elapsed = max(0, now - window * window_ms)
   local weight = sliding_window_counter_weight(elapsed, window_ms)
@@ -359,16 +419,22 @@ local function evaluate_sliding_window_counter(r, value, now, cost)
     end
   end
   local wait = release - now
-  local curr, queued, counted_at = current, next, 3
+  local in_this_window = true
   if not throttle then
     if wait > 0 then return refused(r, wait, remaining, reset) end
-    curr = current + cost
   else
     if wait > window_ms then return refused(r, wait - window_ms, remaining, reset) end
-    if windows_ahead == 0 then curr = current + cost else queued, counted_at = next + cost, 4 end
+    in_this_window = windows_ahead == 0
+  end
+  local curr, queued, counted_at, stored = current + cost, next, 3, nil
+  if in_this_window then
+    stored = pack('>ddddd', window, local_previous, local_current + cost, local_next, window_ms)
+  else
+    curr, queued, counted_at = current, next + cost, 4
+    stored = pack('>ddddd', window, local_previous, local_current, local_next + cost, window_ms)
   end
   local if_remaining, if_reset = sliding_window_counter_usage(limit, window, window_ms, now, carried, previous, curr, queued)
-  return admitted(r, pack('>ddddd', window, previous, curr, queued, window_ms), wait, if_remaining, if_reset, remaining, reset, counted_at)
+  return admitted(r, stored, wait, if_remaining, if_reset, remaining, reset, counted_at)
 end
 
 -- TOKEN_BUCKET and LEAKY_BUCKET: a debt, in 1/window_ms token units, draining
@@ -505,14 +571,44 @@ local most_specs = 10000
 local function rule_spec(text)
   local spec = specs[text]
   if spec then return spec end
-  local algorithm, limit, window_ms, capacity, action = match(text, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
-  if not algorithm then return error('decide: malformed rule spec "' .. text .. '"') end
+  local algorithm, limit, window_ms, capacity, action, rest = match(text, '^(%d+):(%d+):(%d+):(%d+):(%d+)(.*)$')
+  local regions = match(rest or '', '^:G:([%w_,-]*)$')
+  if not algorithm or (rest ~= '' and not regions) then return error('decide: malformed rule spec "' .. text .. '"') end
   algorithm, limit, window_ms, capacity, action = tonumber(algorithm), tonumber(limit), tonumber(window_ms), tonumber(capacity), tonumber(action)
+  local peers = false
+  if regions then
+    peers = {}
+    for region in string.gmatch(regions, '[^,]+') do peers[#peers + 1] = '@' .. region end
+  end
   spec = { algorithm = algorithm, limit = limit, window_ms = window_ms, capacity = capacity, action = action,
-           horizon = horizon_ms(algorithm, limit, window_ms, capacity) }
+           horizon = horizon_ms(algorithm, limit, window_ms, capacity), peers = peers }
   if spec_count >= most_specs then specs, spec_count = {}, 0 end
   specs[text], spec_count = spec, spec_count + 1
   return spec
+end
+
+-- A GLOBAL rule's bucket (see "Regions" above): its own value, and into
+-- r.elsewhere the copies other regions' states sent here, each from the page it
+-- is in; both pages are read whole, in one HMGET each.
+local function read_bucket_and_copies(r)
+  local fields = { r.field }
+  for i = 1, #r.peers do fields[i + 1] = r.field .. r.peers[i] end
+  local current = call('HMGET', r.current, unpack(fields))
+  local other = call('HMGET', r.other, unpack(fields))
+  local value = current[1]
+  if value then
+    r.found = r.current
+  elseif other[1] then
+    value, r.found = other[1], r.other
+  end
+  local elsewhere = {}
+  for i = 2, #fields do
+    local copy = current[i] or other[i]
+    if copy then elsewhere[#elsewhere + 1] = copy end
+  end
+  r.elsewhere = elsewhere
+  r.previous = value
+  return value
 end
 
 -- Reads a page's bucket into its record (see "Pages" above): which page is
@@ -522,6 +618,7 @@ local function read_bucket(r, now)
   local epoch = floor(now / horizon)
   if epoch % 2 == 0 then r.current, r.other = r.page_a, r.page_b else r.current, r.other = r.page_b, r.page_a end
   r.expires = (epoch + 2) * horizon
+  if r.peers and #r.peers > 0 then return read_bucket_and_copies(r) end
   local value = call('HGET', r.current, r.field)
   if value then
     r.found = r.current
@@ -669,6 +766,7 @@ local function decide(keys, args)
     local algorithm = p.algorithm
     local r = {
       algorithm = algorithm, limit = p.limit, window_ms = p.window_ms, capacity = p.capacity, action = p.action, horizon = p.horizon,
+      peers = p.peers, elsewhere = false,
       field = args[4 + 2 * i], key = false, page_a = false, page_b = false, current = false, other = false, found = false,
       previous = false, expires = 0, dead = 0, conforming = false, delay = 0, retry = false, if_remaining = 0, if_reset = 0,
       remaining = 0, reset = 0, next = false, counted_at = false,

@@ -118,7 +118,9 @@ async function oldVersion(redis: Redis, ref: string): Promise<Version> {
   try {
     const { floodgateLibrary, decideArgs } = old.module as typeof Scripts & { decideArgs: typeof Scripts.decideArgs };
     if (typeof floodgateLibrary === "function") {
-      const library = floodgateLibrary({ decide: await show("lua/decide.lua"), reset: await show("lua/reset.lua") });
+      // merge.lua came after the library: a version without it ignores what it is given.
+      const merge = await show("lua/merge.lua").catch(() => "");
+      const library = floodgateLibrary({ decide: await show("lua/decide.lua"), reset: await show("lua/reset.lua"), merge });
       await Scripts.loadLibrary(redis, library);
       return { command: (buckets) => spreadCommand(["FCALL", library.decide], buckets, decideArgs) };
     }

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { buildApiSchema } from "./api/schema.js";
 import { resolveAdminToken } from "./config/admin-token.js";
 import { openPrivateDataDir, removeForeignAccess } from "./config/data-dir.js";
-import { SettingsError, type Settings } from "./config/settings.js";
+import { SettingsError, type RegionSettings, type Settings } from "./config/settings.js";
+import type { Cluster, Redis } from "ioredis";
 import { ApiKeySnapshotFile } from "./db/api-key-snapshot-file.js";
 import { openDatabase, type Database } from "./db/database.js";
 import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
@@ -26,6 +27,7 @@ import { MutationLimiter } from "./engine/access/mutation-limiter.js";
 import { OverLimitCache } from "./engine/decision/over-limit-cache.js";
 import { CHECKS_PER_TIMEOUT, ResilientCounterStore } from "./store/resilient-counter-store.js";
 import { LeasingCounterStore } from "./store/leasing-counter-store.js";
+import { RegionalCounterStore } from "./store/regions/regional-counter-store.js";
 import { RuleBook } from "./engine/decision/rule-book.js";
 import { describeProblem } from "./engine/rules/rule-import.js";
 import { RuleService } from "./engine/rules/rule-service.js";
@@ -134,7 +136,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         readiness: () => ({
           ready: book.lastLoadedAt !== null,
           rules: { count: book.size, source: sync.source, loadedAt: book.lastLoadedAt },
-          counters: { store: core.counters.description, breakers: core.resilient?.breakerStates() ?? {} },
+          counters: { store: core.counters.description, breakers: core.resilient?.breakerStates() ?? {}, ...(core.regional ? { regions: core.regional.linkStates() } : {}) },
         }),
       },
       settings.port,
@@ -200,7 +202,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   // PGlite has just chmodded its files open (see data-dir.ts).
   if (settings.dataDir !== null) removeForeignAccess(settings.dataDir);
 
-  const { store: counters, resilient, leasing } = await openCounterStore(settings, clock, logger, telemetry);
+  const { store: counters, resilient, leasing, regional } = await openCounterStore(settings, clock, logger, telemetry);
   closers.add(() => counters.close());
 
   const events = new CoalescingEventBus(await openEventBus(settings, logger), {
@@ -211,7 +213,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
 
   const repository = new PrismaRuleRepository(database.prisma);
   const rules = new RuleService(repository, book, counters, events, clock, settings.ruleLimits);
-  return { database, counters, resilient, leasing, events, repository, rules, clock };
+  return { database, counters, resilient, leasing, regional, events, repository, rules, clock };
 }
 
 async function migrate(database: Database, logger: Logger): Promise<void> {
@@ -224,7 +226,7 @@ async function openCounterStore(
   clock: Clock,
   logger: Logger,
   telemetry: Telemetry,
-): Promise<{ store: CounterStore; resilient: ResilientCounterStore | null; leasing?: LeasingCounterStore }> {
+): Promise<{ store: CounterStore; resilient: ResilientCounterStore | null; leasing?: LeasingCounterStore; regional?: RegionalCounterStore | null }> {
   if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), resilient: null };
   // The largest batch's deadline: no command may outlive the longest any caller waits for it.
   const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT), settings.redisSecurity);
@@ -235,12 +237,15 @@ async function openCounterStore(
   if (!connection.connected) {
     logger.warn({ err: connection.error }, "Redis is unreachable: checks are decided by each rule's failureMode until it comes back");
   }
+  const layout = new KeyLayout(settings.redisKeyPrefix, settings.redisPages);
+  const redisStore = new RedisCounterStore(client, {
+    layout,
+    onReleaseFailed: (error, units) =>
+      logger.warn({ err: error, units }, "could not give back a denied request's reservation: its units stay counted until they expire"),
+  });
+  const regional = settings.regions === null ? null : openRegions(settings, settings.regions, { local: redisStore, localRedis: client, layout, clock, logger, telemetry });
   const store = new ResilientCounterStore({
-    primary: new RedisCounterStore(client, {
-      layout: new KeyLayout(settings.redisKeyPrefix, settings.redisPages),
-      onReleaseFailed: (error, units) =>
-        logger.warn({ err: error, units }, "could not give back a denied request's reservation: its units stay counted until they expire"),
-    }),
+    primary: regional ?? redisStore,
     local: new MemoryCounterStore({ clock }),
     breakers: { failureThreshold: settings.breakerFailures, openMs: settings.breakerOpenMs },
     onBreakerChange: (node, state) => logger.warn({ node, breaker: state }, `counter store circuit breaker of ${node} ${state}`),
@@ -249,9 +254,45 @@ async function openCounterStore(
     clock,
     telemetry,
   });
-  if (settings.leaseHotChecksPerSecond === 0) return { store, resilient: store };
+  if (settings.leaseHotChecksPerSecond === 0) return { store, resilient: store, regional };
   const leasing = new LeasingCounterStore({ inner: store, clock, hotChecksPerSecond: settings.leaseHotChecksPerSecond, leaseMs: settings.leaseMs, maxLeaseMs: settings.leaseMaxMs, telemetry });
-  return { store: leasing, resilient: store, leasing };
+  return { store: leasing, resilient: store, leasing, regional };
+}
+
+/**
+ * The regional store in front of this region's Redis: a client and a store
+ * on each other region's Redis (the same key layout: regions share rules and
+ * REDIS_KEY_PREFIX), shipping started. Another region's Redis that cannot be
+ * reached at start is no reason not to start: GLOBAL rules decide by the
+ * partition mode until it answers.
+ */
+function openRegions(
+  settings: Settings,
+  regions: RegionSettings,
+  { local, localRedis, layout, clock, logger, telemetry }: { local: RedisCounterStore; localRedis: Redis | Cluster; layout: KeyLayout; clock: Clock; logger: Logger; telemetry: Telemetry },
+): RegionalCounterStore {
+  const peers = regions.peers.map(({ name, url }) => {
+    const redis = createRedisClient({ kind: "single", url }, settings.redisTimeoutMs * 20, settings.redisSecurity);
+    watchConnection(redis, `region ${name}`, logger);
+    void redis.connect().catch(() => undefined);
+    return { name, redis, store: new RedisCounterStore(redis, { layout }) };
+  });
+  const regional = new RegionalCounterStore({
+    local,
+    localRedis,
+    region: regions.name,
+    peers,
+    keyPrefix: settings.redisKeyPrefix,
+    syncMs: regions.syncMs,
+    partitionAfterMs: regions.partitionAfterMs,
+    partitionMode: regions.partitionMode,
+    clock,
+    telemetry,
+    onLinkChange: (region, up) =>
+      up ? logger.info({ region }, `region ${region} reachable: GLOBAL rules count its usage`) : logger.warn({ region }, `region ${region} cut off: GLOBAL rules decide by REGION_PARTITION_MODE ${regions.partitionMode}`),
+  });
+  regional.start();
+  return regional;
 }
 
 /**

@@ -5,6 +5,7 @@
 
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { PARTITION_MODES, type PartitionMode } from "../domain/regions.js";
 import { DEFAULT_RULE_LIMITS, type RuleLimits } from "../domain/service-limits.js";
 
 export interface Settings {
@@ -67,6 +68,8 @@ export interface Settings {
   leaseMs: number;
   /** The longest a lease lives: how stale what a leased decision reports may be. */
   leaseMaxMs: number;
+  /** This instance's region and the others (src/store/regions); null: one region, GLOBAL rules are REGIONAL. */
+  regions: RegionSettings | null;
   /** Check documents kept compiled for the fast path past Apollo; 0 turns the fast path off. */
   fastPathCacheSize: number;
   /** What those may hold in all, in bytes (estimated from the fields each compiled document selects). */
@@ -79,6 +82,20 @@ export interface Settings {
   ruleLimits: RuleLimits;
   /** A warning for each setting given under its former name, naming the new one: logged at start. */
   deprecations: string[];
+}
+
+/** REGION, REGION_PEERS and how the regions stay in step. */
+export interface RegionSettings {
+  /** REGION: this instance's region. */
+  name: string;
+  /** REGION_PEERS: every other region's name and Redis (redis:// or rediss://). */
+  peers: { name: string; url: string }[];
+  /** REGION_SYNC_MS: how often each instance ships its region's counts of GLOBAL buckets to the others. */
+  syncMs: number;
+  /** REGION_PARTITION_AFTER_MS: how long a region may go unheard, or unreachable, before it counts as cut off. */
+  partitionAfterMs: number;
+  /** REGION_PARTITION_MODE: how GLOBAL rules decide while cut off. */
+  partitionMode: PartitionMode;
 }
 
 export interface HostPort {
@@ -165,6 +182,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     leaseHotChecksPerSecond: integer(env, "LEASE_HOT_CHECKS_PER_SECOND", 0, 0, 10_000_000),
     leaseMs: integer(env, "LEASE_MS", 100, 1, 1000),
     leaseMaxMs: integer(env, "LEASE_MAX_MS", 1000, 1, 60_000),
+    regions: regionSettings(env),
     fastPathCacheSize: integer(env, "FAST_PATH_CACHE_SIZE", 1000, 0, 1_000_000),
     fastPathCacheBytes: integer(env, "FAST_PATH_CACHE_BYTES", 64 << 20, 1 << 20, 2 ** 40),
     maxSubscriptionsPerSocket: integer(env, "MAX_SUBSCRIPTIONS_PER_SOCKET", 50, 1, 100_000),
@@ -202,6 +220,36 @@ function redisTopology(env: NodeJS.ProcessEnv): RedisTopology | null {
   if (sentinels === null) return null;
   if (masterName === null) throw new SettingsError("REDIS_SENTINEL_MASTER must name the master the sentinels watch (REDIS_SENTINELS is set)");
   return { kind: "sentinel", sentinels, masterName };
+}
+
+const REGION_NAME = /^[A-Za-z0-9_-]{1,32}$/;
+
+function regionSettings(env: NodeJS.ProcessEnv): RegionSettings | null {
+  const name = env.REGION || null;
+  const given = ["REGION_PEERS", "REGION_SYNC_MS", "REGION_PARTITION_AFTER_MS", "REGION_PARTITION_MODE"].filter((n) => env[n]);
+  if (name === null) {
+    if (given.length > 0) throw new SettingsError(`${given.join(", ")} set without REGION: name this instance's region`);
+    return null;
+  }
+  if (!REGION_NAME.test(name)) throw new SettingsError(`REGION must be 1 to 32 letters, digits, "-" or "_" (got ${JSON.stringify(name)})`);
+  if (!env.REDIS_URL && !env.REDIS_CLUSTER_NODES && !env.REDIS_SENTINELS) throw new SettingsError("REGION needs the region's own Redis (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS)");
+  const peers = (env.REGION_PEERS ?? "").split(",").filter((entry) => entry.trim() !== "").map((entry) => {
+    const at = entry.indexOf("=");
+    const peer = entry.slice(0, at).trim();
+    const address = entry.slice(at + 1).trim();
+    if (at < 0 || !REGION_NAME.test(peer)) throw new SettingsError(`REGION_PEERS must list <region>=<redis url> entries, comma separated (got ${JSON.stringify(entry)})`);
+    if (peer === name) throw new SettingsError(`REGION_PEERS names this instance's own region ${JSON.stringify(name)}`);
+    return { name: peer, url: url({ [`REGION_PEERS ${peer}`]: address }, `REGION_PEERS ${peer}`, ["redis:", "rediss:"])! };
+  });
+  if (peers.length === 0) throw new SettingsError("REGION_PEERS must name at least one other region (<region>=<redis url>, comma separated)");
+  const names = peers.map((p) => p.name);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice !== undefined) throw new SettingsError(`REGION_PEERS names region ${JSON.stringify(twice)} twice`);
+  const syncMs = integer(env, "REGION_SYNC_MS", 200, 10, 60_000);
+  const mode = env.REGION_PARTITION_MODE || PARTITION_MODES[0];
+  if (!(PARTITION_MODES as readonly string[]).includes(mode)) throw new SettingsError(`REGION_PARTITION_MODE must be ${PARTITION_MODES.join(" or ")} (got ${JSON.stringify(mode)})`);
+  const partitionMode = mode as PartitionMode;
+  return { name, peers, syncMs, partitionAfterMs: integer(env, "REGION_PARTITION_AFTER_MS", Math.max(1000, 5 * syncMs), 2 * syncMs, 600_000), partitionMode };
 }
 
 function redisSecurity(env: NodeJS.ProcessEnv): RedisSecurity {

@@ -184,7 +184,8 @@ function snapshot(rule: Rule | null): Prisma.InputJsonObject | typeof Prisma.DbN
 function fromSnapshot(json: Prisma.JsonValue): Rule | null {
   if (json === null) return null;
   const rule = json as unknown as Rule & { createdAt: string; updatedAt: string };
-  return { ...rule, createdAt: new Date(rule.createdAt), updatedAt: new Date(rule.updatedAt) };
+  // Revisions written before rules had a reach hold REGIONAL rules, as every rule was.
+  return { ...rule, reach: rule.reach ?? "REGIONAL", createdAt: new Date(rule.createdAt), updatedAt: new Date(rule.updatedAt) };
 }
 
 function toRevision(row: RevisionRow): RuleRevision {

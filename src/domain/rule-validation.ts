@@ -15,6 +15,7 @@ import {
   ALGORITHMS,
   DIMENSIONS,
   FAILURE_MODES,
+  REACHES,
   RULE_DEFAULTS,
   WINDOW_UNITS,
   capacityOf,
@@ -109,6 +110,7 @@ function checkRuleSpec(input: RuleInput, prefix: string): Checked<RuleSpec> {
     burst: collect(() => (input.burst === null || input.burst === undefined ? null : integer(input.burst, f("burst"), 1, RULE_BOUNDS.maxLimit))),
     action: collect(() => oneOf(input.action, ACTIONS, f("action"))),
     failureMode: collect(() => oneOf(input.failureMode, FAILURE_MODES, f("failureMode"))),
+    reach: collect(() => oneOf(input.reach, REACHES, f("reach"))),
     priority: collect(() => integer(input.priority, f("priority"), -(2 ** 31), 2 ** 31 - 1)),
     enabled: collect(() => bool(input.enabled, f("enabled"))),
   };
@@ -121,6 +123,12 @@ function checkAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) => string):
   const seconds = windowSecondsOf(spec.window, spec.windowUnit);
   if (seconds > RULE_BOUNDS.maxWindowSeconds) {
     throw new ValidationError(f("window"), `must be at most 366 days (got ${spec.window} ${spec.windowUnit.toLowerCase()})`);
+  }
+  if (spec.reach === "GLOBAL" && spec.algorithm !== "FIXED_WINDOW" && spec.algorithm !== "SLIDING_WINDOW_COUNTER") {
+    throw new ValidationError(
+      f("reach"),
+      `GLOBAL needs FIXED_WINDOW or SLIDING_WINDOW_COUNTER, whose counts per window add up across regions (got ${spec.algorithm})`,
+    );
   }
   if (spec.algorithm === "SLIDING_WINDOW_LOG" && spec.limit > RULE_BOUNDS.maxLogLimit) {
     throw new ValidationError(

@@ -18,6 +18,10 @@ export type Action = (typeof ACTIONS)[number];
 export const FAILURE_MODES = ["OPEN", "CLOSED", "LOCAL"] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
 
+/** REGIONAL: each region enforces the limit on its own; GLOBAL: all regions share it (src/store/regions). */
+export const REACHES = ["REGIONAL", "GLOBAL"] as const;
+export type Reach = (typeof REACHES)[number];
+
 export const WINDOW_UNITS = ["SECONDS", "MINUTES", "HOURS", "DAYS"] as const;
 export type WindowUnit = (typeof WINDOW_UNITS)[number];
 
@@ -52,6 +56,8 @@ export interface RuleSpec {
   burst: number | null;
   action: Action;
   failureMode: FailureMode;
+  /** Whether each region has the limit (REGIONAL) or all regions share it (GLOBAL, src/store/regions). */
+  reach: Reach;
   priority: number;
   enabled: boolean;
 }
@@ -72,6 +78,7 @@ export const RULE_DEFAULTS = {
   burst: null,
   action: "REJECT" as Action,
   failureMode: "OPEN" as FailureMode,
+  reach: "REGIONAL" as Reach,
   priority: 0,
   enabled: true,
 } satisfies Partial<RuleSpec>;

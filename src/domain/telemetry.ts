@@ -29,6 +29,10 @@ export interface Telemetry {
   leaseTaken(units: number): void;
   /** Units admitted from leases, without a round trip. */
   leaseUsed(units: number): void;
+  /** The link to another region went down or came back (src/store/regions). */
+  regionLinkChanged(region: string, up: boolean): void;
+  /** Buckets' states shipped to another region. */
+  regionShipped(region: string, buckets: number): void;
 }
 
 export const noTelemetry: Telemetry = {
@@ -42,4 +46,6 @@ export const noTelemetry: Telemetry = {
   eventsDropped: () => undefined,
   leaseTaken: () => undefined,
   leaseUsed: () => undefined,
+  regionLinkChanged: () => undefined,
+  regionShipped: () => undefined,
 };

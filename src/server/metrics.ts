@@ -24,6 +24,8 @@ export class PrometheusTelemetry implements Telemetry {
   private readonly dropped: Counter;
   private readonly leases: Counter;
   private readonly leasedUnits: Counter<"use">;
+  private readonly regionLinks: Gauge<"region">;
+  private readonly regionShipments: Counter<"region">;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -65,6 +67,18 @@ export class PrometheusTelemetry implements Telemetry {
       name: "floodgate_leased_units_total",
       help: "Units of hot buckets' leases: taken from the counter store, and admitted from them without a round trip.",
       labelNames: ["use"],
+      registers,
+    });
+    this.regionLinks = new Gauge({
+      name: "floodgate_region_link_up",
+      help: "Each other region (REGION_PEERS): 1 while it is reachable both ways, 0 while GLOBAL rules decide by REGION_PARTITION_MODE.",
+      labelNames: ["region"],
+      registers,
+    });
+    this.regionShipments = new Counter({
+      name: "floodgate_region_shipped_buckets_total",
+      help: "Buckets of GLOBAL rules whose state this instance shipped to each other region.",
+      labelNames: ["region"],
       registers,
     });
     new Gauge({
@@ -127,6 +141,14 @@ export class PrometheusTelemetry implements Telemetry {
 
   leaseUsed(units: number): void {
     this.leasedUnits.inc({ use: "admitted" }, units);
+  }
+
+  regionLinkChanged(region: string, up: boolean): void {
+    this.regionLinks.set({ region }, up ? 1 : 0);
+  }
+
+  regionShipped(region: string, buckets: number): void {
+    this.regionShipments.inc({ region }, buckets);
   }
 }
 

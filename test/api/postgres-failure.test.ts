@@ -30,7 +30,7 @@ import { testAdminToken } from "../harness/in-process-app.js";
 import { GraphQLClient } from "../harness/graphql-client.js";
 import { createTestDatabase, POSTGRES_URL, postgresAvailable } from "../support/services.js";
 import { openSocket } from "../support/subscriptions.js";
-import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { startTcpProxy, type TcpProxy } from "../harness/tcp-proxy.js";
 import { sleep } from "../support/api.js";
 
 describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => {

@@ -41,6 +41,9 @@ describe("schema.graphql", () => {
   const CHOSEN_EXTENSIONS = [
     // Issue 13: the CLIENT fingerprint covers the caller's cookie; a check without one keeps its old bucket.
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field cookie on input type CheckLimitsInput was added.",
+    // Issue 19: a rule's reach, REGIONAL (every rule until then) unless it says GLOBAL.
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field reach on input type CreateRuleInput was added.",
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field reach on input type UpdateRuleInput was added.",
   ];
 
   it("makes no dangerous change to the contract (argument defaults, enum values, optional arguments) beyond the chosen extensions", () => {

@@ -12,7 +12,7 @@ import { FloodgateClient, FloodgateError, type FloodgateDecision } from "floodga
 import { CheckLimitsAsTheClientHasItDocument, UpdateRuleDocument } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
 import { apiKey, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
-import { startTcpProxy } from "../support/tcp-proxy.js";
+import { startTcpProxy } from "../harness/tcp-proxy.js";
 
 const clients: FloodgateClient[] = [];
 const cleanups: (() => Promise<void>)[] = [];

@@ -88,6 +88,8 @@ function migrationCases(open: () => Promise<Target>): void {
       "version",
       "created_at",
       "updated_at",
+      // Added by a later migration: a new column comes last.
+      "reach",
     ]);
   });
 

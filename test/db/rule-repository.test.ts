@@ -33,6 +33,7 @@ const CHANGED: RuleSpec = {
   burst: 3,
   action: "THROTTLE",
   failureMode: "CLOSED",
+  reach: "GLOBAL",
   priority: -1,
   enabled: true,
 };

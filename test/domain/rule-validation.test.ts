@@ -307,10 +307,21 @@ describe("validateNewRule enums", () => {
     ["windowUnit", "WEEKS", "SECONDS, MINUTES, HOURS, DAYS"],
     ["action", "DROP", "REJECT, THROTTLE, LOG_ONLY"],
     ["failureMode", "MAYBE", "OPEN, CLOSED, LOCAL"],
+    ["reach", "WORLDWIDE", "REGIONAL, GLOBAL"],
   ] as const)("rejects %s %s", (field, value, allowed) => {
     const error = rejectNew({ ...valid, [field]: value });
     expect(error.field).toBe(`input.${field}`);
     expect(error.message).toBe(`input.${field} must be one of ${allowed} (got "${value}")`);
+  });
+
+  it("takes GLOBAL for the window counters only, whose counts add up across regions", () => {
+    for (const algorithm of ["FIXED_WINDOW", "SLIDING_WINDOW_COUNTER"] as const) expect(validateNewRule({ ...valid, algorithm, reach: "GLOBAL" }).reach).toBe("GLOBAL");
+    for (const algorithm of ["TOKEN_BUCKET", "LEAKY_BUCKET", "SLIDING_WINDOW_LOG"] as const) {
+      const error = rejectNew({ ...valid, algorithm, reach: "GLOBAL" });
+      expect(error.field).toBe("input.reach");
+      expect(error.message).toBe(`input.reach GLOBAL needs FIXED_WINDOW or SLIDING_WINDOW_COUNTER, whose counts per window add up across regions (got ${algorithm})`);
+    }
+    expect(validateNewRule(valid).reach).toBe("REGIONAL");
   });
 
   it("is case-sensitive for enum values", () => {
@@ -522,6 +533,7 @@ describe("specOf", () => {
         "method",
         "name",
         "priority",
+        "reach",
         "resource",
         "scope",
         "tenantId",

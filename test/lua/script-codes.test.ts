@@ -31,6 +31,7 @@ const EXPECTED: [string, number][] = [
 ];
 
 const RESET_LUA = readFileSync(new URL("../../lua/reset.lua", import.meta.url), "utf8");
+const MERGE_LUA = readFileSync(new URL("../../lua/merge.lua", import.meta.url), "utf8");
 
 /** The library's text as FUNCTION LOAD is sent it. */
 function registeredDecide(): string {
@@ -46,11 +47,13 @@ function codeOf(lua: string): string {
 }
 
 describe("decide.lua's codes", () => {
-  it("loads decide.lua behind a prelude holding every shared code at its TypeScript value, then reset.lua and the registrations", () => {
+  it("loads decide.lua behind a prelude holding every shared code at its TypeScript value, then reset.lua, merge.lua and the registrations", () => {
     const registered = registeredDecide();
-    const { name, decide, reset } = floodgateLibrary();
+    const { name, decide, reset, state, merge } = floodgateLibrary();
     expect(registered).toBe(
-      `#!lua name=${name}\n${luaPrelude()}${DECIDE_LUA}\n${RESET_LUA}\nredis.register_function('${decide}', decide)\nredis.register_function('${reset}', reset)\n`,
+      `#!lua name=${name}\n${luaPrelude()}${DECIDE_LUA}\n${RESET_LUA}\n${MERGE_LUA}\n` +
+        `redis.register_function('${decide}', decide)\nredis.register_function('${reset}', reset)\n` +
+        `redis.register_function('${state}', state)\nredis.register_function('${merge}', merge)\n`,
     );
     for (const [name, value] of EXPECTED) expect(registered).toContain(`local ${name} = ${value} `);
   });
@@ -58,7 +61,7 @@ describe("decide.lua's codes", () => {
   it("assembles the same text every time, named after its digest, so that instances of one version share one library", () => {
     expect(registeredDecide()).toBe(registeredDecide());
     expect(floodgateLibrary().name).toMatch(/^floodgate_[0-9a-f]{16}$/);
-    expect(floodgateLibrary({ decide: DECIDE_LUA + "\n", reset: RESET_LUA }).name).not.toBe(floodgateLibrary().name);
+    expect(floodgateLibrary({ decide: DECIDE_LUA + "\n", reset: RESET_LUA, merge: MERGE_LUA }).name).not.toBe(floodgateLibrary().name);
   });
 
   it("carries a code changed in TypeScript into the script", () => {

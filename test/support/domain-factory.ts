@@ -17,6 +17,7 @@ export const CONTRACT_RULE_DEFAULTS = {
   burst: null,
   action: "REJECT",
   failureMode: "OPEN",
+  reach: "REGIONAL",
   priority: 0,
   enabled: true,
 } as const satisfies Omit<RuleSpec, "tenantId" | "name" | "limit" | "window">;
@@ -60,6 +61,8 @@ export function makeNonDefaultRuleSpec(fields: Partial<RuleSpec> = {}): RuleSpec
     burst: 20,
     action: "LOG_ONLY",
     failureMode: "LOCAL",
+    // GLOBAL needs a window algorithm: rule-repository.test.ts writes it in its update.
+    reach: "REGIONAL",
     priority: -3,
     enabled: false,
     ...fields,

@@ -1,7 +1,7 @@
 import { registerEnumType } from "type-graphql";
 import { DECISION_SOURCES } from "../../domain/decision.js";
 import { INVALIDATION_KINDS, RULE_CHANGE_KINDS } from "../../domain/events.js";
-import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, WINDOW_UNITS } from "../../domain/rule.js";
+import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, REACHES, WINDOW_UNITS } from "../../domain/rule.js";
 
 /** type-graphql registers enums from objects; the domain keeps them as lists of names. */
 export function enumObject<T extends string>(values: readonly T[]): { [K in T]: K } {
@@ -12,6 +12,7 @@ export const DimensionEnum = enumObject(DIMENSIONS);
 export const AlgorithmEnum = enumObject(ALGORITHMS);
 export const ActionEnum = enumObject(ACTIONS);
 export const FailureModeEnum = enumObject(FAILURE_MODES);
+export const ReachEnum = enumObject(REACHES);
 export const WindowUnitEnum = enumObject(WINDOW_UNITS);
 export const DecisionSourceEnum = enumObject(DECISION_SOURCES);
 export const RuleChangeKindEnum = enumObject(RULE_CHANGE_KINDS);
@@ -56,6 +57,17 @@ registerEnumType(FailureModeEnum, {
     OPEN: { description: "Counter store unreachable: allow." },
     CLOSED: { description: "Counter store unreachable: deny." },
     LOCAL: { description: "Counter store unreachable: decide with this instance's own in-memory counters." },
+  },
+});
+
+registerEnumType(ReachEnum, {
+  name: "Reach",
+  valuesConfig: {
+    REGIONAL: { description: "Each region (REGION) enforces the whole limit on its own counters." },
+    GLOBAL: {
+      description:
+        "Every region shares the limit: each counts the others' usage, shipped every REGION_SYNC_MS, and may briefly admit more together by what they admitted meanwhile. FIXED_WINDOW and SLIDING_WINDOW_COUNTER only. Without REGION, as REGIONAL.",
+    },
   },
 });
 

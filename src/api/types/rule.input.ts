@@ -1,6 +1,6 @@
 import { Field, InputType, Int } from "type-graphql";
-import type { Action, Algorithm, Dimension, FailureMode, WindowUnit } from "../../domain/rule.js";
-import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, WindowUnitEnum } from "./enums.js";
+import type { Action, Algorithm, Dimension, FailureMode, Reach, WindowUnit } from "../../domain/rule.js";
+import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, ReachEnum, WindowUnitEnum } from "./enums.js";
 
 @InputType()
 export class CreateRuleInput {
@@ -39,6 +39,9 @@ export class CreateRuleInput {
 
   @Field(() => FailureModeEnum, { nullable: true, defaultValue: "OPEN" })
   failureMode?: FailureMode | null;
+
+  @Field(() => ReachEnum, { nullable: true, defaultValue: "REGIONAL" })
+  reach?: Reach | null;
 
   @Field(() => Int, { nullable: true, defaultValue: 0 })
   priority?: number | null;
@@ -81,6 +84,9 @@ export class UpdateRuleInput {
 
   @Field(() => FailureModeEnum, { nullable: true })
   failureMode?: FailureMode | null;
+
+  @Field(() => ReachEnum, { nullable: true })
+  reach?: Reach | null;
 
   @Field(() => Int, { nullable: true })
   priority?: number | null;

@@ -1,6 +1,6 @@
 import { Field, ID, Int, ObjectType } from "type-graphql";
-import type { Action, Algorithm, Dimension, FailureMode, WindowUnit } from "../../domain/rule.js";
-import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, WindowUnitEnum } from "./enums.js";
+import type { Action, Algorithm, Dimension, FailureMode, Reach, WindowUnit } from "../../domain/rule.js";
+import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, ReachEnum, WindowUnitEnum } from "./enums.js";
 
 @ObjectType("Rule", { simpleResolvers: true })
 export class RuleType {
@@ -45,6 +45,9 @@ export class RuleType {
 
   @Field(() => FailureModeEnum)
   failureMode!: FailureMode;
+
+  @Field(() => ReachEnum)
+  reach!: Reach;
 
   @Field(() => Int, { description: "Higher first when several rules decide alike." })
   priority!: number;

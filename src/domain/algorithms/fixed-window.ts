@@ -13,9 +13,12 @@
 
 import { admitted, beyondCapacity, refused, type CounterState, type Evaluate, type Usage } from "./types.js";
 
-export const evaluateFixedWindow: Evaluate = (state, now, params, cost) => {
+export const evaluateFixedWindow: Evaluate = (state, now, params, cost, elsewhere = []) => {
   const { limit, windowMs } = params;
-  const [window, current, next] = rollForward(state, now, windowMs);
+  const [window, local, localNext] = rollForward(state, now, windowMs);
+  const [otherCurrent, otherNext] = countedElsewhere(elsewhere, window, now, windowMs);
+  const current = local + otherCurrent;
+  const next = localNext + otherNext;
   const windowEnd = (window + 1) * windowMs;
   const usage = (curr: number, queued: number): Usage => ({
     remaining: Math.max(0, limit - curr - queued),
@@ -25,11 +28,11 @@ export const evaluateFixedWindow: Evaluate = (state, now, params, cost) => {
   if (cost > limit) return beyondCapacity(state, currentUsage, params);
 
   if (current + cost <= limit) {
-    return admitted([window, current + cost, next, windowMs], 0, usage(current + cost, next), currentUsage);
+    return admitted([window, local + cost, localNext, windowMs], 0, usage(current + cost, next), currentUsage);
   }
   const throttle = params.action === "THROTTLE";
   if (throttle && next + cost <= limit) {
-    return admitted([window, current, next + cost, windowMs], windowEnd - now, usage(current, next + cost), currentUsage);
+    return admitted([window, local, localNext + cost, windowMs], windowEnd - now, usage(current, next + cost), currentUsage);
   }
   // At the next window `next` becomes the count; under THROTTLE a request can always queue then.
   const waitWindows = throttle || next + cost <= limit ? 0 : 1;
@@ -44,6 +47,26 @@ function rollForward(state: CounterState | undefined, now: number, windowMs: num
   const [aged, curr, queued] = age(stored, current, next, Math.floor(now / storedWindowMs));
   if (storedWindowMs !== windowMs) return [window, curr + queued, 0];
   return [aged, curr, queued];
+}
+
+/**
+ * What other regions count in this window and the next: each state aged to
+ * now; a region whose clock has moved on to the next window counts its
+ * current window in our next.
+ */
+function countedElsewhere(elsewhere: readonly CounterState[], window: number, now: number, windowMs: number): [number, number] {
+  let current = 0;
+  let next = 0;
+  for (const state of elsewhere) {
+    const [theirs, curr, queued] = rollForward(state, now, windowMs);
+    if (theirs === window) {
+      current += curr;
+      next += queued;
+    } else if (theirs === window + 1) {
+      next += curr;
+    }
+  }
+  return [current, next];
 }
 
 function age(stored: number, current: number, next: number, window: number): [number, number, number] {

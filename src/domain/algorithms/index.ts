@@ -24,18 +24,19 @@ const EVALUATORS: Record<Algorithm, Evaluate> = {
 };
 
 /** What the algorithms need of a rule: its window in milliseconds, and its capacity (burst where the algorithm has one). */
-export function limitParamsOf(rule: Pick<RuleSpec, "algorithm" | "limit" | "window" | "windowUnit" | "burst" | "action">): LimitParams {
-  return {
+export function limitParamsOf(rule: Pick<RuleSpec, "algorithm" | "limit" | "window" | "windowUnit" | "burst" | "action"> & Partial<Pick<RuleSpec, "reach">>): LimitParams {
+  const params: LimitParams = {
     algorithm: rule.algorithm,
     limit: rule.limit,
     windowMs: windowSecondsOf(rule.window, rule.windowUnit) * 1000,
     capacity: capacityOf(rule),
     action: rule.action,
   };
+  return rule.reach === "GLOBAL" ? { ...params, reach: "GLOBAL" } : params;
 }
 
-export function evaluate(state: CounterState | undefined, nowMs: number, params: LimitParams, cost: number): Evaluation {
-  return EVALUATORS[params.algorithm](state, nowMs, params, cost);
+export function evaluate(state: CounterState | undefined, nowMs: number, params: LimitParams, cost: number, elsewhere?: readonly CounterState[]): Evaluation {
+  return EVALUATORS[params.algorithm](state, nowMs, params, cost, elsewhere);
 }
 
 /**

@@ -23,9 +23,13 @@ import { admitted, beyondCapacity, refused, type CounterState, type Evaluate, ty
 /** A weight of one: weights count in 1/65536ths. decide.lua receives it in its prelude. */
 export const WEIGHT_ONE = 65536;
 
-export const evaluateSlidingWindowCounter: Evaluate = (state, now, params, cost) => {
+export const evaluateSlidingWindowCounter: Evaluate = (state, now, params, cost, elsewhere = []) => {
   const { limit, windowMs } = params;
-  const [window, previous, current, next] = rollForward(state, now, windowMs);
+  const [window, localPrevious, local, localNext] = rollForward(state, now, windowMs);
+  const [otherPrevious, otherCurrent, otherNext] = countedElsewhere(elsewhere, window, now, windowMs);
+  const previous = localPrevious + otherPrevious;
+  const current = local + otherCurrent;
+  const next = localNext + otherNext;
   const elapsed = Math.max(0, now - window * windowMs);
   const usage = (prev: number, curr: number, queued: number): Usage => ({
     remaining: Math.max(0, limit - curr - queued - divCeil(prev * weight(elapsed, windowMs), WEIGHT_ONE)),
@@ -39,11 +43,16 @@ export const evaluateSlidingWindowCounter: Evaluate = (state, now, params, cost)
   const wait = release.at - now;
   if (!throttle) {
     if (wait > 0) return refused(state, wait, currentUsage);
-    return admitted([window, previous, current + cost, next, windowMs], 0, usage(previous, current + cost, next), currentUsage);
+    return admitted([window, localPrevious, local + cost, localNext, windowMs], 0, usage(previous, current + cost, next), currentUsage);
   }
   if (wait > windowMs) return refused(state, wait - windowMs, currentUsage);
-  const [curr, queued] = release.windowsAhead === 0 ? [current + cost, next] : [current, next + cost];
-  return admitted([window, previous, curr, queued, windowMs], wait, usage(previous, curr, queued), currentUsage);
+  const inThisWindow = release.windowsAhead === 0;
+  return admitted(
+    [window, localPrevious, inThisWindow ? local + cost : local, inThisWindow ? localNext : localNext + cost, windowMs],
+    wait,
+    usage(previous, inThisWindow ? current + cost : current, inThisWindow ? next : next + cost),
+    currentUsage,
+  );
 };
 
 function weight(elapsed: number, windowMs: number): number {
@@ -104,6 +113,30 @@ function rollForward(state: CounterState | undefined, now: number, windowMs: num
   const [aged, prev, curr, queued] = age(stored, previous, current, next, Math.floor(now / storedWindowMs));
   if (storedWindowMs !== windowMs) return [window, 0, prev + curr + queued, 0];
   return [aged, prev, curr, queued];
+}
+
+/**
+ * What other regions count in the previous window, this one and the next:
+ * each state aged to now; a region whose clock has moved on to the next
+ * window counts its previous window in our current and its current in our
+ * next.
+ */
+function countedElsewhere(elsewhere: readonly CounterState[], window: number, now: number, windowMs: number): [number, number, number] {
+  let previous = 0;
+  let current = 0;
+  let next = 0;
+  for (const state of elsewhere) {
+    const [theirs, prev, curr, queued] = rollForward(state, now, windowMs);
+    if (theirs === window) {
+      previous += prev;
+      current += curr;
+      next += queued;
+    } else if (theirs === window + 1) {
+      current += prev;
+      next += curr;
+    }
+  }
+  return [previous, current, next];
 }
 
 function age(stored: number, previous: number, current: number, next: number, window: number): [number, number, number, number] {

@@ -1,4 +1,4 @@
-import type { Action, Algorithm } from "../rule.js";
+import type { Action, Algorithm, Reach } from "../rule.js";
 
 /** What an algorithm needs of a rule, with time in milliseconds. */
 export interface LimitParams {
@@ -8,6 +8,14 @@ export interface LimitParams {
   /** Token bucket capacity or leaky bucket line length (burst, default limit); equal to limit elsewhere. */
   capacity: number;
   action: Action;
+  /** GLOBAL: every region shares the limit (src/store/regions); absent or REGIONAL: each region has it whole. */
+  reach?: Reach;
+  /**
+   * A GLOBAL rule's bucket, as the regional counter store sends it
+   * (src/store/regions): the other regions whose counts of it add to this
+   * region's (none while they cannot be reached). Absent for a REGIONAL rule.
+   */
+  sharedWith?: readonly string[];
 }
 
 /**
@@ -47,7 +55,14 @@ export interface Evaluation {
   next: CounterState;
 }
 
-export type Evaluate = (state: CounterState | undefined, nowMs: number, params: LimitParams, cost: number) => Evaluation;
+/**
+ * `elsewhere`: the states other regions hold of the same bucket, for a rule
+ * whose limit all regions share (GLOBAL): their counts add to this state's
+ * in every verdict, while only this state, with the request's units, is
+ * stored. Only the window counters take them (rule validation allows GLOBAL
+ * for no other algorithm).
+ */
+export type Evaluate = (state: CounterState | undefined, nowMs: number, params: LimitParams, cost: number, elsewhere?: readonly CounterState[]) => Evaluation;
 
 /**
  * A request costing more than the rule can ever hold is refused, with the

@@ -67,6 +67,7 @@ function builtInRule(perMinute: number, at: Date): Rule {
     burst: null,
     action: "REJECT",
     failureMode: "OPEN",
+    reach: "REGIONAL",
     priority: 0,
     enabled: true,
     version: 1,

@@ -1,8 +1,8 @@
 /**
  * The rules file: YAML holding one list, `rules`, whose entries have exactly
  * the fields of createRule's input (tenantId, name, scope, resource, method,
- * algorithm, limit, window, windowUnit, burst, action, failureMode, priority,
- * enabled), with the same defaults:
+ * algorithm, limit, window, windowUnit, burst, action, failureMode, reach,
+ * priority, enabled), with the same defaults:
  *
  *   rules:
  *     - tenantId: acme
@@ -36,6 +36,7 @@ const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [
   "burst",
   "action",
   "failureMode",
+  "reach",
   "priority",
   "enabled",
 ];

@@ -30,10 +30,10 @@
 
 import type { Cluster, Redis } from "ioredis";
 import { combine, type BucketOutcome, type Verdict } from "../../domain/algorithms/index.js";
-import type { CallFailure, Clock, CounterCall, CounterReply, ShardedCounterStore, Unsubscribe } from "../../domain/ports.js";
+import type { BucketRef, CallFailure, Clock, CounterCall, CounterReply, ShardedCounterStore, Unsubscribe } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
 import { MODE, type Mode } from "./script-codes.js";
-import { decideArgs, decideInPipeline, registerScripts, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
+import { decideArgs, decideInPipeline, registerScripts, specOf, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
 
 export interface RedisCounterStoreOptions {
   layout: KeyLayout;
@@ -149,6 +149,30 @@ export class RedisCounterStore implements ShardedCounterStore {
     } finally {
       deadline.cancel();
     }
+  }
+
+  /** Each bucket's own state, as decide.lua's receipts write it ("" where it has none): what this region ships to the others. */
+  states(buckets: readonly BucketRef[]): Promise<string[]> {
+    const now = this.clock ? this.clock.now() : "";
+    return Promise.all(
+      buckets.map((bucket) => {
+        const field = this.layout.field(bucket.key);
+        const { pageA, pageB } = this.layout.keysOf(bucket.ruleId, field);
+        return this.redis.floodgateState(pageA, pageB, now, specOf(bucket.params), field);
+      }),
+    );
+  }
+
+  /** Keeps other regions' states of buckets here, as the copies decide.lua adds to the buckets' own counts (merge.lua). */
+  async mergeCopies(copies: readonly { bucket: BucketRef; region: string; state: string }[]): Promise<void> {
+    const now = this.clock ? this.clock.now() : "";
+    await Promise.all(
+      copies.map(({ bucket, region, state }) => {
+        const field = this.layout.field(bucket.key);
+        const { pageA, pageB } = this.layout.keysOf(bucket.ruleId, field);
+        return this.redis.floodgateMerge(pageA, pageB, now, specOf(bucket.params), field, region, state);
+      }),
+    );
   }
 
   shardOf(ruleId: string, key: string): string {

@@ -1,7 +1,7 @@
 /**
  * The Lua of lua/ as one Redis function library (Redis 7's FUNCTION LOAD and
- * FCALL): lua/decide.lua and lua/reset.lua, assembled behind the codes they
- * share with TypeScript (script-codes.ts). A library's helpers are defined
+ * FCALL): lua/decide.lua, lua/reset.lua and lua/merge.lua, assembled behind
+ * the codes they share with TypeScript (script-codes.ts). A library's helpers are defined
  * once, when it is loaded, where a script sent by EVALSHA defined them again
  * on every call (about a fifth of a check's Redis time).
  *
@@ -36,28 +36,30 @@ export interface FloodgateLibrary {
   /** The functions' names, for FCALL. */
   readonly decide: string;
   readonly reset: string;
+  readonly state: string;
+  readonly merge: string;
 }
 
-/** The texts of lua/decide.lua and lua/reset.lua (another version's, for lua:bench). */
+/** The texts of lua/decide.lua, lua/reset.lua and lua/merge.lua (another version's, for lua:bench). */
 export interface LibrarySources {
   decide: string;
   reset: string;
+  merge: string;
 }
 
 /**
  * The library as Redis loads it: its name line, then the prelude on the line
  * of decide.lua's first (so that line n of decide.lua is line n + 1 of the
- * library), reset.lua, and the lines registering both functions. The same
+ * library), reset.lua, merge.lua, and the lines registering the functions. The same
  * text every time for the same sources.
  */
-export function floodgateLibrary(sources: LibrarySources = { decide: readScript("decide"), reset: readScript("reset") }): FloodgateLibrary {
-  const body = `${luaPrelude()}${sources.decide}\n${sources.reset}`;
+export function floodgateLibrary(sources: LibrarySources = { decide: readScript("decide"), reset: readScript("reset"), merge: readScript("merge") }): FloodgateLibrary {
+  const body = `${luaPrelude()}${sources.decide}\n${sources.reset}\n${sources.merge}`;
   const version = createHash("sha1").update(body).digest("hex").slice(0, 16);
   const name = `floodgate_${version}`;
-  const decide = `floodgate_decide_${version}`;
-  const reset = `floodgate_reset_${version}`;
-  const registrations = `redis.register_function('${decide}', decide)\nredis.register_function('${reset}', reset)\n`;
-  return { text: `#!lua name=${name}\n${body}\n${registrations}`, name, decide, reset };
+  const [decide, reset, state, merge] = ["decide", "reset", "state", "merge"].map((fn) => `floodgate_${fn}_${version}`) as [string, string, string, string];
+  const registrations = Object.entries({ decide, reset, state, merge }).map(([fn, registered]) => `redis.register_function('${registered}', ${fn})\n`);
+  return { text: `#!lua name=${name}\n${body}\n${registrations.join("")}`, name, decide, reset, state, merge };
 }
 
 /** decide.lua's arguments: the number of keys, the keys, then its args. */
@@ -65,7 +67,7 @@ export type ScriptArgs = [numberOfKeys: number, ...keysAndArgs: (string | number
 
 /**
  * A rule's spec in decide.lua's args, "<algorithm>:<limit>:<window_ms>:<capacity>:<action>"
- * in codes; the script parses each spec once, so the same rule must always
+ * in codes, then ":G:<regions>" for a bucket shared with other regions; the script parses each spec once, so the same rule must always
  * give the same text. Kept per params object: a compiled rule's params are
  * one object for as long as the rule version lives.
  */
@@ -75,6 +77,7 @@ export function specOf(params: LimitParams): string {
   let spec = specs.get(params);
   if (spec === undefined) {
     spec = `${ALGORITHM_CODES[params.algorithm]}:${params.limit}:${params.windowMs}:${params.capacity}:${ACTION_CODES[params.action]}`;
+    if (params.sharedWith !== undefined) spec += `:G:${params.sharedWith.join(",")}`;
     specs.set(params, spec);
   }
   return spec;
@@ -103,6 +106,9 @@ export type ScriptReply = (number | string)[];
 export interface FloodgateCommands {
   floodgateDecide(...args: ScriptArgs): Promise<ScriptReply>;
   floodgateReset(pageA: string, pageB: string, log: string, field: string): Promise<number>;
+  /** A bucket's own state as text ("" when it has none), and another region's state of it kept as a copy (merge.lua); `now` "" reads Redis TIME. */
+  floodgateState(pageA: string, pageB: string, now: number | "", spec: string, field: string): Promise<string>;
+  floodgateMerge(pageA: string, pageB: string, now: number | "", spec: string, field: string, region: string, state: string): Promise<number>;
   /** The library on this client, for FCALL in a pipeline (`decideInPipeline`). */
   readonly floodgateLibrary: FloodgateLibrary;
 }
@@ -124,6 +130,10 @@ export function registerScripts(client: Redis | Cluster, library: FloodgateLibra
     floodgateLibrary: library,
     floodgateDecide: (...args: ScriptArgs) => withLibrary(() => client.fcall(library.decide, ...(args as [number, ...(string | number)[]])) as Promise<ScriptReply>),
     floodgateReset: (pageA: string, pageB: string, log: string, field: string) => withLibrary(() => client.fcall(library.reset, 3, pageA, pageB, log, field) as Promise<number>),
+    floodgateState: (pageA: string, pageB: string, now: number | "", spec: string, field: string) =>
+      withLibrary(() => client.fcall(library.state, 2, pageA, pageB, now, spec, field) as Promise<string>),
+    floodgateMerge: (pageA: string, pageB: string, now: number | "", spec: string, field: string, region: string, state: string) =>
+      withLibrary(() => client.fcall(library.merge, 2, pageA, pageB, now, spec, field, region, state) as Promise<number>),
   });
   return scripted;
 }

@@ -5,7 +5,7 @@
  */
 
 import { createServer, connect, type Server, type Socket } from "node:net";
-import { freePort } from "../harness/free-port.js";
+import { freePort } from "./free-port.js";
 
 export interface TcpProxy {
   port: number;
