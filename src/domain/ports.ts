@@ -86,6 +86,14 @@ export interface ShardedCounterStore extends CounterStore {
   decideEach(calls: readonly CounterCall[], deadlineMs: number): Promise<{ results: (CounterReply | CallFailure)[]; failedShards: ReadonlySet<string> }>;
 }
 
+/** A sharded store's `decide`: every call decided by decideEach without a deadline, or the first failure thrown (after every other call was decided or failed on its own). */
+export async function decideAllOrThrow(store: ShardedCounterStore, calls: readonly CounterCall[]): Promise<CounterReply[]> {
+  const { results } = await store.decideEach(calls, Number.POSITIVE_INFINITY);
+  const failed = results.find((r): r is CallFailure => "error" in r);
+  if (failed) throw failed.error;
+  return results as CounterReply[];
+}
+
 /**
  * Counters this process holds itself, decided without a round trip: what a
  * LOCAL rule falls back on while the shared store is unreachable.

@@ -30,7 +30,7 @@
 
 import type { Cluster, Redis } from "ioredis";
 import { combine, type BucketOutcome, type Verdict } from "../../domain/algorithms/index.js";
-import type { BucketRef, CallFailure, Clock, CounterCall, CounterReply, ShardedCounterStore, Unsubscribe } from "../../domain/ports.js";
+import { decideAllOrThrow, type BucketRef, type CallFailure, type Clock, type CounterCall, type CounterReply, type ShardedCounterStore, type Unsubscribe } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
 import { MODE, type Mode } from "./script-codes.js";
 import { decideArgs, decideInPipeline, registerScripts, specOf, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
@@ -110,12 +110,8 @@ export class RedisCounterStore implements ShardedCounterStore {
     if (client.isCluster) client.on("refresh", () => this.shardsChanged());
   }
 
-  /** Every call decided, or the first failure thrown (after every other call was decided or failed on its own). */
-  async decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
-    const { results } = await this.decideEach(calls, Number.POSITIVE_INFINITY);
-    const failed = results.find((r): r is CallFailure => "error" in r);
-    if (failed) throw failed.error;
-    return results as CounterReply[];
+  decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
+    return decideAllOrThrow(this, calls);
   }
 
   async decideEach(calls: readonly CounterCall[], deadlineMs: number): Promise<{ results: (CounterReply | CallFailure)[]; failedShards: ReadonlySet<string> }> {

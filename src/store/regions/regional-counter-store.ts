@@ -41,7 +41,7 @@
 import type { Redis } from "ioredis";
 import type { LimitParams } from "../../domain/algorithms/index.js";
 import type { PartitionMode } from "../../domain/regions.js";
-import type { BucketRef, CallFailure, Clock, CounterCall, CounterReply, ShardedCounterStore, Unsubscribe } from "../../domain/ports.js";
+import { decideAllOrThrow, type BucketRef, type CallFailure, type Clock, type CounterCall, type CounterReply, type ShardedCounterStore, type Unsubscribe } from "../../domain/ports.js";
 import { noTelemetry, type Telemetry } from "../../domain/telemetry.js";
 import type { RedisCounterStore } from "../redis/redis-counter-store.js";
 
@@ -130,11 +130,8 @@ export class RegionalCounterStore implements ShardedCounterStore {
     return Object.fromEntries(this.links.map((link) => [link.peer.name, link.up ? "up" : "down"]));
   }
 
-  async decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
-    const { results } = await this.decideEach(calls, Number.POSITIVE_INFINITY);
-    const failed = results.find((r): r is CallFailure => "error" in r);
-    if (failed) throw failed.error;
-    return results as CounterReply[];
+  decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
+    return decideAllOrThrow(this, calls);
   }
 
   async decideEach(calls: readonly CounterCall[], deadlineMs: number): Promise<{ results: (CounterReply | CallFailure)[]; failedShards: ReadonlySet<string> }> {
