@@ -19,7 +19,7 @@ import type { TestApp } from "../harness/in-process-app.js";
 
 const SYNC_MS = 100;
 /** Generous: a loaded machine may take this long for what takes milliseconds when quiet. */
-const BOUND_MS = 10_000;
+const BOUND_MS = 20_000;
 
 describe.runIf((await postgresAvailable()) && (await redisBinariesAvailable()))("two regions sharing GLOBAL limits", () => {
   let regions: Regions;
@@ -35,7 +35,8 @@ describe.runIf((await postgresAvailable()) && (await redisBinariesAvailable()))(
       names: ["eu", "us"],
       instancesPerRegion: 2,
       databaseUrl: database.url,
-      env: { REGION_SYNC_MS: String(SYNC_MS), REGION_PARTITION_AFTER_MS: "600", RULE_RELOAD_MS: "1000" },
+      // A link unheard for 3 s is cut: long enough that a loaded machine's slow rounds are not taken for a partition.
+      env: { REGION_SYNC_MS: String(SYNC_MS), REGION_PARTITION_AFTER_MS: "3000", RULE_RELOAD_MS: "1000" },
     });
     [eu, us] = regions.regions.map((r) => r.instances) as [TestApp[], TestApp[]];
   }, 120_000);
