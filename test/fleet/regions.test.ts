@@ -97,7 +97,11 @@ describe.runIf((await postgresAvailable()) && (await redisBinariesAvailable()))(
 
     const cutAt = performance.now();
     await regions.cut();
-    const noticed = await until("the partition noticed", async () => (await check(eu[0]!.client, { tenantId, dryRun: true })).degraded && (await check(us[0]!.client, { tenantId, dryRun: true })).degraded);
+    // Every instance notices on its own (each reads the heard marks on its own round), so the waves wait for all four.
+    const noticed = await until("the partition noticed", async () => {
+      for (const instance of [...eu, ...us]) if (!(await check(instance.client, { tenantId, dryRun: true })).degraded) return false;
+      return true;
+    });
     measured.push(`partition noticed ${noticed.toFixed(0)} ms after the cut`);
     // Cut off, each region takes its share of 40 (20) on its own counts: eu has 6 already, so 14 more; us 20.
     const [inEu, inUs] = [await wave(eu, tenantId, 30), await wave(us, tenantId, 30)];
