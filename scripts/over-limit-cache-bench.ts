@@ -42,7 +42,7 @@ class Attack {
     for (let i = 0; i < count; i++) {
       const n = this.next++;
       const bucket: BucketRef = { ruleId: "r", key: ipKey(n), params: PARAMS };
-      this.cache.remember(bucket, 1, REFUSAL, 0);
+      this.cache.remember(bucket, 1, REFUSAL, 0, 0);
       if (n % FORGET_EVERY === 0 && n > 0) this.cache.forget("r", ipKey(n - 1));
     }
     return count / ((performance.now() - started) / 1000);

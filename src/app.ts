@@ -124,6 +124,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         metrics: telemetry.registry,
         metricsToken: settings.metricsToken,
         introspection: settings.introspection,
+        graphiql: settings.graphiql,
         maxBodyBytes: settings.maxBodyBytes,
         maxQueryDepth: settings.maxQueryDepth,
         maxQueryFields: settings.maxQueryFields,

@@ -39,7 +39,7 @@ interface Entry {
   untilMs: number;
 }
 
-/** The sf-string of a RateLimit item's name, its r=, and its t= up to the number: one item of the RateLimit header. */
+/** A RateLimit item's sf-string name, its r=, and its t= up to the number (an item without t has nothing to count down). */
 const RATE_LIMIT_ITEM = /("(?:[^"\\]|\\.)*";r=\d+;t=)(\d+)/g;
 
 export class RefusalCache {
@@ -119,24 +119,18 @@ function keyOf(r: CheckLimitsInput): string {
 
 /**
  * The refusal as it stands now: the waits (retryAfter, Retry-After, each
- * refusing rule's retryAfter) and the RateLimit header's seconds to reset
- * counted down to now; everything else as Floodgate said it.
+ * refusing rule's retryAfter) and each RateLimit item's t counted down to
+ * now; everything else as Floodgate said it.
  */
 function replay({ decision, sentAtMs }: Entry, nowMs: number): FloodgateDecision {
   const elapsedMs = nowMs - sentAtMs;
   const waitLeft = (seconds: number | null) => (seconds === null ? null : retryAfterSeconds(sentAtMs + seconds * 1000, nowMs));
   const retryAfter = waitLeft(decision.retryAfter);
-  const serverNowMs = Date.parse(decision.decidedAt) + elapsedMs;
-  // RateLimit has one item per enforcing rule that was consulted, in the order of the results.
-  const itemsResetAt = decision.results.filter((r) => r.rule.action !== "LOG_ONLY" && r.consulted).map((r) => Date.parse(r.resetAt));
+  // t was counted by Floodgate when it decided; only the time this process has seen pass since is taken off it.
   const headers = decision.headers.map((header): HttpHeader => {
     if (header.name === "Retry-After") return { name: header.name, value: String(retryAfter) };
     if (header.name !== "RateLimit") return header;
-    let item = 0;
-    const value = header.value.replace(RATE_LIMIT_ITEM, (_, head: string, t: string) => {
-      const resetAt = itemsResetAt[item++];
-      return `${head}${resetAt === undefined ? t : Math.max(0, Math.ceil((resetAt - serverNowMs) / 1000))}`;
-    });
+    const value = header.value.replace(RATE_LIMIT_ITEM, (_, head: string, t: string) => `${head}${Math.max(0, Math.ceil((Number(t) * 1000 - elapsedMs) / 1000))}`);
     return { name: header.name, value };
   });
   return {

@@ -53,6 +53,8 @@ export interface Settings {
   production: boolean;
   logLevel: string;
   introspection: boolean;
+  /** GraphiQL served to a browser that GETs /graphql (GRAPHIQL). */
+  graphiql: boolean;
   maxBodyBytes: number;
   /** Deepest nesting a GraphQL document may have. */
   maxQueryDepth: number;
@@ -174,6 +176,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     production,
     logLevel: env.LOG_LEVEL || "info",
     introspection: boolean(env, "INTROSPECTION", !production),
+    graphiql: boolean(env, "GRAPHIQL", !production),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 1 << 20, 1024, 64 << 20),
     maxQueryDepth: integer(env, "MAX_QUERY_DEPTH", 12, 2, 100),
     maxQueryFields: integer(env, "MAX_QUERY_FIELDS", 5000, 10, 1_000_000),

@@ -31,6 +31,14 @@ export interface RuleResult {
    * stand for "not counted against": true, the limit, and the decision's time.
    */
   consulted: boolean;
+  /**
+   * When the counter store read the bucket, by the store's clock (Redis TIME
+   * with Redis): remaining and resetAt are as of then. On an answer of the
+   * over-limit cache, when the store read the refusal that filled the cache,
+   * not now. Null when the store did not read it: the cache did not consult
+   * it, or the decision is degraded (a failure mode's or a cut-off region's).
+   */
+  readAt: Date | null;
   /** The rule admits the request and its bucket has under a tenth of the limit left: see isNearLimit. */
   nearLimit: boolean;
 }

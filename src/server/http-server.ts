@@ -14,6 +14,7 @@ import { errorFormatter } from "../api/errors.js";
 import { CheckFastPath } from "../api/fast-path/check-fast-path.js";
 import { queryLimits } from "../api/query-limits.js";
 import { startApollo } from "./apollo.js";
+import { graphiql } from "./graphiql.js";
 import { graphqlEndpoint } from "./graphql-endpoint.js";
 import type { Logger } from "./logger.js";
 import { answerMalformedRequests } from "./malformed-requests.js";
@@ -28,6 +29,8 @@ export interface HttpServerOptions {
   services: Services;
   logger: Logger;
   introspection: boolean;
+  /** GRAPHIQL: GraphiQL's page for a browser that GETs /graphql. */
+  graphiql: boolean;
   maxBodyBytes: number;
   maxQueryDepth: number;
   maxQueryFields: number;
@@ -75,6 +78,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
     {
       graphql: graphqlEndpoint({ services, apollo, fastPath, parseOptions, maxBodyBytes: options.maxBodyBytes, shutdown }),
       metrics: (req, res) => serveMetricsToAdmins(req, res, { registry: options.metrics, keys: services.keys, token: options.metricsToken ?? null }),
+      graphiql: options.graphiql ? graphiql() : null,
       readiness: options.readiness,
     },
     logger,

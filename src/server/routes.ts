@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { GRAPHIQL_ASSETS_PATH, type GraphiQL } from "./graphiql.js";
 import type { Logger } from "./logger.js";
 import { sendJson } from "./json-response.js";
 
@@ -9,6 +10,8 @@ export interface Endpoints {
   graphql: Handler;
   /** GET /metrics (metrics-endpoint.ts). */
   metrics: Handler;
+  /** GraphiQL's page (GET /graphql from a browser) and its assets (GET /graphiql/…); null: GRAPHIQL is off. */
+  graphiql: GraphiQL | null;
   /** GET /readyz: its body, and whether it answers 200 or 503. */
   readiness: () => { ready: boolean; [detail: string]: unknown };
 }
@@ -19,7 +22,10 @@ const PATHS = ["/graphql", "/healthz", "/readyz", "/metrics"];
 export function router(endpoints: Endpoints, logger: Logger): (req: IncomingMessage, res: ServerResponse) => void {
   const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = pathOf(req.url ?? "/");
+    const { graphiql } = endpoints;
+    if (path === "/graphql" && graphiql?.wantsPage(req)) return graphiql.page(res);
     if (path === "/graphql") return endpoints.graphql(req, res);
+    if (graphiql !== null && path.startsWith(GRAPHIQL_ASSETS_PATH) && req.method === "GET" && graphiql.asset(path, res)) return;
     if (path === "/healthz" && req.method === "GET") return sendJson(res, 200, { status: "ok" });
     if (path === "/metrics" && req.method === "GET") return endpoints.metrics(req, res);
     if (path === "/readyz" && req.method === "GET") {

@@ -72,9 +72,17 @@ for (const storage of STORAGES) {
           [false, "OVER_LIMIT_CACHE"],
         ]);
         expect(decisions[2]!.retryAfter).toBeGreaterThan(0);
+        // The cached refusal is the one the store made, read when it was: it says so.
         expect(decisions[2]!.results).toEqual([
-          { rule: { id: perUser.id }, allowed: false, consulted: true },
-          { rule: { id: perIp.id }, allowed: true, consulted: false },
+          { rule: { id: perUser.id }, allowed: false, consulted: true, readAt: decisions[1]!.results[0]!.readAt },
+          { rule: { id: perIp.id }, allowed: true, consulted: false, readAt: null },
+        ]);
+        // A dry run reads the store, cache or no cache: every bucket, as it is now.
+        const dry = (await t.client.data(CheckLimitsSourceDocument, { request: { ...request, dryRun: true } })).checkLimits;
+        expect(dry.source).toBe("COUNTER_STORE");
+        expect(dry.results.map((r) => [r.allowed, r.consulted, r.readAt !== null])).toEqual([
+          [false, true, true],
+          [true, true, true],
         ]);
       });
 

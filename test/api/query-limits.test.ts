@@ -9,9 +9,9 @@
 
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
-import { buildSchema, Kind, parse, validate, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from "graphql";
+import { buildSchema, getIntrospectionQuery, Kind, parse, validate, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from "graphql";
 import { describe, expect, it } from "vitest";
-import { QueryMeasure, queryLimits, type QueryCost } from "../../src/api/query-limits.js";
+import { QueryMeasure, queryLimits, STANDARD_INTROSPECTION_DEPTH, type QueryCost } from "../../src/api/query-limits.js";
 import { fragmentFanOut } from "../support/hostile-documents.js";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
@@ -42,8 +42,11 @@ function operationOf(document: DocumentNode): OperationDefinitionNode {
   return document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
 }
 
+/** The cost of documents without introspection (their `introspectionDepth` is 0). */
 function measured(document: DocumentNode, maxDepth: number, maxFields: number): QueryCost {
-  return new QueryMeasure(document, maxDepth, maxFields).operation(operationOf(document));
+  const { depth, fields, introspectionDepth } = new QueryMeasure(document, maxDepth, maxFields).operation(operationOf(document));
+  expect(introspectionDepth).toBe(0);
+  return { depth, fields };
 }
 
 describe("the query limits' measure", () => {
@@ -100,6 +103,39 @@ describe("the query limits' validation rule", () => {
     expect(errorsOf(fragmentFanOut(3), 12, 5000)).toEqual([]);
     expect(errorsOf("{ rules { rule { id } } }", 2, 5000)).toEqual(["the query is more than 2 levels deep; at most 2 are allowed"]);
     expect(errorsOf("{ rules { rule { id } } }", 3, 5000)).toEqual([]);
+  });
+
+  const everyOption = {
+    descriptions: true,
+    specifiedByUrl: true,
+    directiveIsRepeatable: true,
+    schemaDescription: true,
+    inputValueDeprecation: true,
+    experimentalDirectiveDeprecation: true,
+    oneOf: true,
+  };
+
+  it("accepts graphql-js's getIntrospectionQuery() (15 levels), with its default options and with every option, under a depth limit of 12", () => {
+    expect(STANDARD_INTROSPECTION_DEPTH).toBe(15);
+    expect(errorsOf(getIntrospectionQuery(), 12, 5000)).toEqual([]);
+    expect(errorsOf(getIntrospectionQuery(everyOption), 12, 5000)).toEqual([]);
+  });
+
+  it("refuses introspection deeper than the standard query, and an ordinary field as deep as it, in the same document too", () => {
+    expect(errorsOf(getIntrospectionQuery({ typeDepth: 10 }), 12, 5000)).toEqual([
+      "the introspection is more than 15 levels deep; at most 15 are allowed (as deep as graphql-js's getIntrospectionQuery())",
+    ]);
+    const thirteenLevels = `${"rules { rule { ".repeat(6)}id${" }".repeat(12)}`;
+    expect(errorsOf(`{ ${thirteenLevels} }`, 12, 5000)).toEqual(["the query is more than 12 levels deep; at most 12 are allowed"]);
+    expect(errorsOf(`{ __schema { queryType { name } } ${thirteenLevels} }`, 12, 5000)).toEqual(["the query is more than 12 levels deep; at most 12 are allowed"]);
+  });
+
+  it("keeps the higher of the two when the depth limit is above the standard query's", () => {
+    expect(errorsOf(getIntrospectionQuery({ typeDepth: 10 }), 16, 5000)).toEqual([]);
+  });
+
+  it("counts the introspection's fields towards the field limit", () => {
+    expect(errorsOf(getIntrospectionQuery(), 12, 100)).toEqual(["the query selects more than 100 fields in all; at most 100 are allowed (use checkLimitsBatch for many checks)"]);
   });
 });
 

@@ -129,7 +129,10 @@ function projection(outcome: PromiseSettledResult<FloodgateDecision>, tenants: R
       consulted: r.consulted,
       nearLimit: r.nearLimit,
     })),
-    headers: d.headers.map((h) => (["X-RateLimit-Limit", "X-RateLimit-Remaining", "RateLimit-Policy"].includes(h.name) ? `${h.name}: ${h.value}` : h.name)),
+    // A partition key is a hash of the bucket's key, which differs between the two runs as the tenants do: only its place is compared.
+    headers: d.headers.map((h) =>
+      ["X-RateLimit-Limit", "X-RateLimit-Remaining", "RateLimit-Policy"].includes(h.name) ? `${h.name}: ${h.value.replace(/;pk=:[A-Za-z0-9+/]+=*:/g, ";pk")}` : h.name,
+    ),
   };
 }
 

@@ -158,7 +158,7 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
         expect(decision.retryAfter).toBeLessThanOrEqual(refusal.retryAfter!);
         expect(header(decision, "Retry-After")).toBe(String(decision.retryAfter));
         expect(header(decision, "X-RateLimit-Limit")).toBe("2");
-        expect(header(decision, "RateLimit")).toMatch(/^"per-user-[^"]+";r=0;t=\d+$/);
+        expect(header(decision, "RateLimit")).toMatch(/^"per-user-[^"]+";r=0;t=\d+;pk=:[A-Za-z0-9+/]+=*:$/);
       }
       // A larger request is refused as well; the query string does not make another check.
       expect((await client.check({ ...request, cost: 2 })).source).toBe("CLIENT_REFUSAL_CACHE");

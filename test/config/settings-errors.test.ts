@@ -73,6 +73,7 @@ const ERRORS: [string, Record<string, string>, string][] = [
   ["EVENT_INTERVAL_MS", { EVENT_INTERVAL_MS: "9" }, 'EVENT_INTERVAL_MS must be an integer from 10 to 60000 (got "9")'],
   ["EVENT_MAX_KEYS", { EVENT_MAX_KEYS: "0" }, 'EVENT_MAX_KEYS must be an integer from 1 to 1000000 (got "0")'],
   ["INTROSPECTION", { INTROSPECTION: "sometimes" }, 'INTROSPECTION must be true or false (got "sometimes")'],
+  ["GRAPHIQL", { GRAPHIQL: "sometimes" }, 'GRAPHIQL must be true or false (got "sometimes")'],
   ["MAX_BODY_BYTES", { MAX_BODY_BYTES: "1023" }, 'MAX_BODY_BYTES must be an integer from 1024 to 67108864 (got "1023")'],
   ["MAX_QUERY_DEPTH", { MAX_QUERY_DEPTH: "1" }, 'MAX_QUERY_DEPTH must be an integer from 2 to 100 (got "1")'],
   ["MAX_QUERY_FIELDS", { MAX_QUERY_FIELDS: "9" }, 'MAX_QUERY_FIELDS must be an integer from 10 to 1000000 (got "9")'],

@@ -176,7 +176,8 @@ describe.runIf(await realStorageAvailable())("two instances on one Postgres and 
     const byTenant = throttleSubscription(a, { tenantId: t1 });
     const everything = throttleSubscription(a, {});
     const probe = (attempt: number) => refuse(a, { tenantId: t1, userId: `probe-${attempt}-${randomUUID()}` });
-    const isProbe = (e: ThrottleEventsSubscription) => e.throttleEvents.key.startsWith("user:probe-");
+    // Only this test's probes (tenant t1): an earlier test's late coalesced probe event must not pass for one.
+    const isProbe = (e: ThrottleEventsSubscription) => e.throttleEvents.tenantId === t1 && e.throttleEvents.key.startsWith("user:probe-");
     for (const subscription of [byRule, byTenant, everything]) await subscription.ready(probe, isProbe);
 
     await check(b.client, { tenantId: t1, userId: "u1" });

@@ -77,9 +77,16 @@ export class RuleResultType {
 
   @Field(() => Boolean, {
     description:
-      "False when this rule's bucket was not read, because the over-limit cache refused the request on another rule's account (source OVER_LIMIT_CACHE). Nothing was counted against it; its allowed, remaining and resetAt are then true, the limit, and decidedAt, and it is left out of the RateLimit headers.",
+      "False when this rule's bucket was not read, because the over-limit cache refused the request on another rule's account (source OVER_LIMIT_CACHE). Nothing was counted against it; its allowed, remaining and resetAt are then true, the limit, and decidedAt, and it is left out of the RateLimit field (RateLimit-Policy still names it).",
   })
   consulted!: boolean;
+
+  @Field(() => Date, {
+    nullable: true,
+    description:
+      "When the counter store read this bucket, by the store's clock (Redis TIME with Redis): remaining and resetAt are as of then. When the over-limit cache answered (source OVER_LIMIT_CACHE), this is when the store read the refusal that filled the cache, not now: remaining and resetAt are that refusal's. Null when the store did not read the bucket: consulted is false, or the decision is degraded.",
+  })
+  readAt!: Date | null;
   @Field(() => Boolean, { description: "The rule admits the request and has under 10% of its limit left (envoy's near_limit)." })
   nearLimit!: boolean;
 }

@@ -81,7 +81,7 @@ registerEnumType(DecisionSourceEnum, {
     COUNTER_STORE: { description: "The counter store (Redis, or this process's memory), in one atomic call for every rule that applies." },
     OVER_LIMIT_CACHE: {
       description:
-        "This instance, without asking the counter store: a bucket of the request was already known to be over its limit until after now (a refusal only; it consumed nothing). Rules whose buckets were not read say so with consulted: false.",
+        "This instance, without asking the counter store: a bucket of the request was already known to be over its limit until after now (a refusal only; it consumed nothing). A refused bucket reports the store's refusal that filled the cache, as read at its readAt; rules whose buckets were not read say so with consulted: false. Never for a dry run, which always asks the store.",
     },
   },
 });

@@ -7,7 +7,7 @@
 import { limitParamsOf, type LimitParams } from "../../domain/algorithms/index.js";
 import { compileBucketKey, type BucketKeyOf } from "../../domain/bucket-key.js";
 import { compileGlob, type CompiledGlob } from "../../domain/glob.js";
-import { windowSecondsOf, type Rule } from "../../domain/rule.js";
+import { usesBurst, windowSecondsOf, type Rule } from "../../domain/rule.js";
 
 export interface CompiledRule {
   readonly rule: Rule;
@@ -17,7 +17,7 @@ export interface CompiledRule {
   readonly windowSeconds: number;
   /** The rule's name as a structured-field string, for RateLimit-Policy and RateLimit. */
   readonly policyName: string;
-  /** The rule's item of the RateLimit-Policy header, e.g. "per-user";q=5;w=60. */
+  /** The rule's item of the RateLimit-Policy header without its partition key, e.g. "per-user";q=5;w=60 or "tb";q=10;w=1;fg-burst=25 (see headers.ts). */
   readonly policyItem: string;
 }
 
@@ -32,7 +32,7 @@ export function compileRule(rule: Rule): CompiledRule {
     params,
     windowSeconds,
     policyName,
-    policyItem: `${policyName};q=${params.capacity};w=${windowSeconds}`,
+    policyItem: `${policyName};q=${params.limit};w=${windowSeconds}${usesBurst(rule.algorithm) ? `;fg-burst=${params.capacity}` : ""}`,
   };
 }
 

@@ -1,49 +1,88 @@
 /**
- * The HTTP headers a backend sends with its response, from the deciding rule:
- *   X-RateLimit-Limit / -Remaining / -Reset (unix seconds), Retry-After on deny,
- * and the IETF fields of draft-ietf-httpapi-ratelimit-headers, one item per
- * enforcing rule, most restrictive first:
- *   RateLimit-Policy: "per-user";q=5;w=60, "per-ip";q=100;w=60
- *   RateLimit: "per-user";r=0;t=42, "per-ip";r=95;t=42
+ * The HTTP headers a backend sends with its response as they are:
+ *   X-RateLimit-Limit / -Remaining / -Reset (unix seconds) from the deciding
+ *   rule, and Retry-After on a refusal;
+ * and the fields of draft-ietf-httpapi-ratelimit-headers (revision 12), each
+ * a structured-field List (RFC 9651) with one Item per enforcing rule:
+ *   RateLimit-Policy: "per-user";q=5;w=60;pk=:…:, "per-ip";q=100;w=60;pk=:…:
+ *   RateLimit: "per-user";r=0;t=42;pk=:…:, "per-ip";r=95;t=3;pk=:…:
  * LOG_ONLY rules never show: shadow mode is invisible to clients.
+ *
+ * What each parameter means here (docs/rate-limit-headers.md has the whole account):
+ *   q  the rule's limit, the quota per window w (in seconds). A token or
+ *      leaky bucket also says its capacity, fg-burst (vendor-prefixed, as the
+ *      draft asks of parameters of one's own): r may be up to it.
+ *   qu omitted: the draft's default unit, requests. A check of cost c counts
+ *      as c of them, in q, r and X-RateLimit-* alike.
+ *   pk the partition: the first 12 bytes of SHA-256 of the bucket's key
+ *      (RuleResult.key), the same in both fields, so a client tells its
+ *      buckets apart without the key being shown.
+ *   r  what the bucket has left, as its counter was read.
+ *   t  seconds until more quota is available: for a rule refusing the
+ *      request, until a request of its cost would be admitted (its
+ *      retryAfter, so Retry-After, the longest of those, is never earlier
+ *      than any refusing rule's t); for a rule admitting it, until the bucket
+ *      is whole again (resetAt); absent when it already is.
+ * RateLimit-Policy is the same for every response of a client's sequence: it
+ * names every enforcing rule that applies, in the rule book's order, whatever
+ * path decided (counter store, over-limit cache, failure mode). RateLimit
+ * holds an Item only for a rule whose bucket was read (never a number made
+ * up for one that was not), most restrictive first, and is left out when
+ * there is none.
  */
 
+import { createHash } from "node:crypto";
 import type { HttpHeader, RuleResult } from "../../domain/decision.js";
 import type { CompiledRule } from "./compiled-rule.js";
 
-export interface HeaderInput {
-  allowed: boolean;
-  nowMs: number;
-  retryAfter: number | null;
-  /** Enforcing results, most restrictive first, each with its compiled rule. */
-  enforcing: readonly { result: RuleResult; compiled: CompiledRule }[];
+/** One rule's service limit: what its bucket has left and when more is available, as read. */
+export interface ServiceLimit {
+  compiled: CompiledRule;
+  key: string;
+  remaining: number;
+  /** Whole seconds; null: nothing more to make available (the bucket is whole). */
+  resetSeconds: number | null;
 }
 
-export function rateLimitHeaders({ allowed, nowMs, retryAfter, enforcing }: HeaderInput): HttpHeader[] {
-  const deciding = enforcing[0];
-  if (deciding === undefined) return [];
-  const { result } = deciding;
+export interface HeaderInput {
+  allowed: boolean;
+  retryAfter: number | null;
+  /** The X-RateLimit-* fields' rule: the most restrictive enforcing result that was read; null: none (no headers at all). */
+  deciding: RuleResult | null;
+  /** Every enforcing rule that applies with its bucket's key, in the rule book's order: one RateLimit-Policy item each. */
+  policies: readonly { compiled: CompiledRule; key: string }[];
+  /** The service limits of the enforcing rules whose buckets were read, most restrictive first: one RateLimit item each. */
+  limits: readonly ServiceLimit[];
+}
+
+export function rateLimitHeaders({ allowed, retryAfter, deciding, policies, limits }: HeaderInput): HttpHeader[] {
+  if (deciding === null) return [];
   const headers: HttpHeader[] = [
-    { name: "X-RateLimit-Limit", value: String(result.limit) },
-    { name: "X-RateLimit-Remaining", value: String(result.remaining) },
-    { name: "X-RateLimit-Reset", value: String(Math.ceil(result.resetAt.getTime() / 1000)) },
+    { name: "X-RateLimit-Limit", value: String(deciding.limit) },
+    { name: "X-RateLimit-Remaining", value: String(deciding.remaining) },
+    { name: "X-RateLimit-Reset", value: String(Math.ceil(deciding.resetAt.getTime() / 1000)) },
   ];
   if (!allowed && retryAfter !== null) headers.push({ name: "Retry-After", value: String(retryAfter) });
-  headers.push(
-    {
-      name: "RateLimit-Policy",
-      value: enforcing.map(({ compiled }) => compiled.policyItem).join(", "),
-    },
-    {
-      name: "RateLimit",
-      value: enforcing
-        .map(({ result: r, compiled: c }) => `${c.policyName};r=${r.remaining};t=${secondsUntil(r.resetAt.getTime(), nowMs)}`)
-        .join(", "),
-    },
-  );
+  if (policies.length > 0) {
+    headers.push({ name: "RateLimit-Policy", value: policies.map(({ compiled, key }) => `${compiled.policyItem};pk=${partitionKey(key)}`).join(", ") });
+  }
+  if (limits.length > 0) {
+    headers.push({ name: "RateLimit", value: limits.map(serviceLimitItem).join(", ") });
+  }
   return headers;
 }
 
+function serviceLimitItem({ compiled, key, remaining, resetSeconds }: ServiceLimit): string {
+  const reset = resetSeconds === null ? "" : `;t=${resetSeconds}`;
+  return `${compiled.policyName};r=${remaining}${reset};pk=${partitionKey(key)}`;
+}
+
+/** An sf-binary (RFC 9651 §3.3.5) naming the bucket's partition without showing its key. */
+export function partitionKey(key: string): string {
+  return `:${createHash("sha256").update(key).digest().subarray(0, 12).toString("base64")}:`;
+}
+
+/** Whole seconds until `atMs`, rounded up, never negative: both times from one clock. */
 export function secondsUntil(atMs: number, nowMs: number): number {
   return Math.max(0, Math.ceil((atMs - nowMs) / 1000));
 }

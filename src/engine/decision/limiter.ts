@@ -5,7 +5,13 @@
  * headers. Denials (and shadow denials) are published as throttle events,
  * admissions that leave a bucket nearly spent as near-limit events.
  * A request with a bucket the over-limit cache knows to be over its limit is
- * refused here, without the store.
+ * refused here, without the store (a dry run always asks the store: it is
+ * how a tool learns what a bucket really holds).
+ *
+ * Two clocks meet here: the store's (Redis TIME with Redis), which stamps
+ * every reply and every resetAt in it, and this instance's, which times the
+ * over-limit cache's entries. A duration is only ever the difference of two
+ * times of one clock.
  */
 
 import { authorize, type Principal } from "../../domain/access.js";
@@ -16,8 +22,8 @@ import { rank, type Rankable } from "../../domain/most-restrictive.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../../domain/ports.js";
 import type { CheckRequest } from "../../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
-import { rateLimitHeaders, secondsUntil } from "./headers.js";
-import type { OverLimitCache } from "./over-limit-cache.js";
+import { rateLimitHeaders, secondsUntil, type ServiceLimit } from "./headers.js";
+import type { CachedRefusal, OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
 import { noTelemetry, type Telemetry } from "../../domain/telemetry.js";
 
@@ -35,12 +41,33 @@ interface Applicable {
 interface Ranked extends Rankable {
   result: RuleResult;
   compiled: CompiledRule;
+  /** How long from the decision until the bucket is whole again, on one clock. */
+  resetInMs: number;
+}
+
+/** One bucket as the decision knows it. */
+interface Reading {
+  outcome: BucketOutcome;
+  /** False: the over-limit cache refused on another bucket's account and did not read this one. */
+  consulted: boolean;
+  /** When the store read it, by the store's clock; null: the store did not. */
+  readAtMs: number | null;
+  /** How long from the decision until outcome.resetAtMs, measured on one clock. */
+  resetInMs: number;
+}
+
+/** How a decision was reached, beside what each bucket said. */
+interface Reached {
+  allowed: boolean;
+  degraded: boolean;
+  decidedAtMs: number;
+  source: DecisionSource;
 }
 
 /** One request's way to its decision: no rule applies, the over-limit cache refuses it, or the store decides. */
 type Plan =
   | { kind: "no-rule" }
-  | { kind: "refused-locally"; applicable: Applicable[]; reply: CounterReply; consulted: boolean[] }
+  | { kind: "refused-locally"; applicable: Applicable[]; readings: Reading[]; decidedAtMs: number }
   | { kind: "store"; applicable: Applicable[]; call: number };
 
 const NO_RULE: Omit<Decision, "decidedAt" | "degraded"> = Object.freeze({
@@ -80,8 +107,8 @@ export class Limiter {
       const buckets = applicable.map(
         ({ compiled, key }): BucketRef => ({ ruleId: compiled.rule.id, key, params: compiled.params, failureMode: compiled.rule.failureMode }),
       );
-      const local = this.refusedLocally(buckets, request.cost, sentAtMs);
-      if (local !== null) return { kind: "refused-locally", applicable, ...local };
+      const readings = request.dryRun ? null : this.refusedLocally(buckets, request.cost, sentAtMs);
+      if (readings !== null) return { kind: "refused-locally", applicable, readings, decidedAtMs: sentAtMs };
       calls.push({ buckets, cost: request.cost, dryRun: request.dryRun });
       return { kind: "store", applicable, call: calls.length - 1 };
     });
@@ -91,12 +118,16 @@ export class Limiter {
       const request = requests[i]!;
       let decision: Decision;
       if (plan.kind === "refused-locally") {
-        decision = this.decision(plan.applicable, plan.reply, "OVER_LIMIT_CACHE", plan.consulted);
+        decision = this.decision(plan.applicable, plan.readings, { allowed: false, degraded: false, decidedAtMs: plan.decidedAtMs, source: "OVER_LIMIT_CACHE" });
       } else {
         const reply = replies[plan.call]!;
+        const degraded = reply.degraded ?? false;
         // A degraded reply is a failure mode's answer, not the store's knowledge: never remembered.
-        if (!reply.degraded) this.learn(calls[plan.call]!, reply, sentAtMs);
-        decision = this.decision(plan.applicable, reply, "COUNTER_STORE", null);
+        if (!degraded) this.learn(calls[plan.call]!, reply, sentAtMs);
+        const readings = reply.outcomes.map(
+          (outcome): Reading => ({ outcome, consulted: true, readAtMs: degraded ? null : reply.nowMs, resetInMs: outcome.resetAtMs - reply.nowMs }),
+        );
+        decision = this.decision(plan.applicable, readings, { allowed: reply.allowed, degraded, decidedAtMs: reply.nowMs, source: "COUNTER_STORE" });
       }
       if (!request.dryRun) this.publishEvents(request, decision);
       this.report(decision);
@@ -118,24 +149,22 @@ export class Limiter {
   }
 
   /**
-   * The store's reply as the over-limit cache knows it, when it knows an
-   * enforcing bucket of the request to be over its limit: those buckets
-   * refuse, the others are not consulted. Null when the store must decide.
+   * The buckets as the over-limit cache knows them, when it knows an
+   * enforcing bucket of the request to be over its limit: those refuse, as
+   * the store read them; the others are not consulted. Null when the store
+   * must decide.
    */
-  private refusedLocally(buckets: readonly BucketRef[], cost: number, nowMs: number): { reply: CounterReply; consulted: boolean[] } | null {
+  private refusedLocally(buckets: readonly BucketRef[], cost: number, nowMs: number): Reading[] | null {
     const cache = this.options.overLimit;
     if (!cache) return null;
     const refusals = buckets.map((bucket) => cache.refusal(bucket, cost, nowMs));
     if (refusals.every((refusal) => refusal === null)) return null;
-    const outcomes = buckets.map(
-      ({ params }, i): BucketOutcome => refusals[i] ?? { conforming: true, remaining: params.capacity, resetAtMs: nowMs, retryAfterMs: null, delayMs: 0 },
-    );
-    return { reply: { nowMs, allowed: false, outcomes }, consulted: refusals.map((refusal) => refusal !== null) };
+    return buckets.map(({ params }, i) => cachedReading(refusals[i]!, params.capacity, nowMs));
   }
 
   private learn(call: CounterCall, reply: CounterReply, sentAtMs: number): void {
     const cache = this.options.overLimit;
-    if (cache) reply.outcomes.forEach((outcome, i) => cache.remember(call.buckets[i]!, call.cost, outcome, sentAtMs));
+    if (cache) reply.outcomes.forEach((outcome, i) => cache.remember(call.buckets[i]!, call.cost, outcome, sentAtMs, reply.nowMs));
   }
 
   private applicable(request: CheckRequest): Applicable[] {
@@ -147,12 +176,12 @@ export class Limiter {
     return applicable;
   }
 
-  /** `consulted`: which buckets were read (null: all of them). */
-  private decision(applicable: readonly Applicable[], reply: CounterReply, source: DecisionSource, consulted: readonly boolean[] | null): Decision {
+  private decision(applicable: readonly Applicable[], readings: readonly Reading[], { allowed, degraded, decidedAtMs, source }: Reached): Decision {
     const unranked: Ranked[] = applicable.map(({ compiled, key }, i) => {
-      const outcome = reply.outcomes[i]!;
+      const { outcome, consulted, readAtMs, resetInMs } = readings[i]!;
       return {
         compiled,
+        resetInMs,
         retryAfterMs: outcome.retryAfterMs,
         result: {
           rule: compiled.rule,
@@ -163,7 +192,8 @@ export class Limiter {
           resetAt: new Date(outcome.resetAtMs),
           retryAfter: outcome.retryAfterMs === null ? null : Math.max(1, secondsUntil(outcome.retryAfterMs, 0)),
           delayMs: outcome.delayMs,
-          consulted: consulted === null || consulted[i]!,
+          consulted,
+          readAt: readAtMs === null ? null : new Date(readAtMs),
           nearLimit: isNearLimit(outcome.conforming, outcome.remaining, compiled.params.capacity),
         },
       };
@@ -173,13 +203,12 @@ export class Limiter {
       enforcing,
       deciding: { result: deciding },
     } = rank(unranked);
-    const allowed = reply.allowed;
     const throttled = ranked.filter((r) => r.compiled.rule.action === "THROTTLE");
     const retryAfter = allowed ? null : deciding.retryAfter;
     return {
       allowed,
-      degraded: reply.degraded ?? false,
-      decidedAt: new Date(reply.nowMs),
+      degraded,
+      decidedAt: new Date(decidedAtMs),
       source,
       rule: deciding.rule,
       action: deciding.rule.action,
@@ -190,7 +219,13 @@ export class Limiter {
       delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.result.delayMs)) : null,
       nearLimit: allowed && enforcing.some((r) => r.result.nearLimit),
       results: ranked.map((r) => r.result),
-      headers: rateLimitHeaders({ allowed, nowMs: reply.nowMs, retryAfter, enforcing }),
+      headers: rateLimitHeaders({
+        allowed,
+        retryAfter,
+        deciding: enforcing[0]?.result ?? null,
+        policies: applicable.filter(({ compiled }) => compiled.rule.action !== "LOG_ONLY"),
+        limits: enforcing.map(serviceLimit),
+      }),
     };
   }
 
@@ -202,6 +237,28 @@ export class Limiter {
       else if (decision.allowed && result.nearLimit) void this.events.publish("nearLimit", { ...eventBase(request, result, at), remaining: result.remaining });
     }
   }
+}
+
+/**
+ * A bucket of a request the over-limit cache refuses: the refusal it holds,
+ * or, for a bucket it did not read, "not counted against" (the limit left,
+ * and nothing to wait for).
+ */
+function cachedReading(refusal: CachedRefusal | null, capacity: number, nowMs: number): Reading {
+  if (refusal === null) {
+    return { outcome: { conforming: true, remaining: capacity, resetAtMs: nowMs, retryAfterMs: null, delayMs: 0 }, consulted: false, readAtMs: null, resetInMs: 0 };
+  }
+  return { outcome: refusal.outcome, consulted: true, readAtMs: refusal.readAtMs, resetInMs: refusal.resetInMs };
+}
+
+/**
+ * A read rule's RateLimit item: a refusing rule's t is how long until this
+ * request would conform, an admitting one's how long until its bucket is
+ * whole, none when it is (see headers.ts).
+ */
+function serviceLimit({ compiled, result, resetInMs }: Ranked): ServiceLimit {
+  const resetSeconds = !result.allowed && result.retryAfter !== null ? result.retryAfter : result.remaining >= result.limit ? null : secondsUntil(resetInMs, 0);
+  return { compiled, key: result.key, remaining: result.remaining, resetSeconds };
 }
 
 /** What throttle and near-limit events say alike about one rule's result. */

@@ -29,6 +29,13 @@
  * refusing until the entry's time, which is when the bucket would have
  * conformed anyway had it not been reset.
  *
+ * What it answers is the refusal as the store read it: remaining and resetAt
+ * as of then (readAtMs, the store's clock), and the wait counted down to now
+ * on this instance's clock. Only durations cross between the two clocks: how
+ * long until the reset is the store's own (resetAtMs − readAtMs) less the
+ * time this instance has seen pass since it sent the call, so an instance's
+ * clock minutes away from Redis's changes nothing it reports.
+ *
  * Memory is bounded: at most maxEntries buckets, the least recently used
  * going first when a new one needs room (a bucket still being hammered stays,
  * one nobody asks about any more goes), and expired entries dropped when met.
@@ -45,10 +52,23 @@ interface Entry {
   params: LimitParams;
   /** The smallest cost known to be refused until untilMs. */
   cost: number;
-  /** By this instance's clock. */
+  /** By this instance's clock: when the call that was refused was sent, and when a request of `cost` would conform. */
+  sentAtMs: number;
   untilMs: number;
   remaining: number;
+  /** By the store's clock: when it read the bucket, and when the bucket is whole again. */
+  readAtMs: number;
   resetAtMs: number;
+}
+
+/** A refusal the cache knows, as of now. */
+export interface CachedRefusal {
+  /** remaining and resetAtMs as the store read them (by its clock); retryAfterMs counted down to now. */
+  outcome: BucketOutcome;
+  /** When the store read them, by its clock. */
+  readAtMs: number;
+  /** How long from now until resetAtMs, counted on this instance's clock since the call was sent. */
+  resetInMs: number;
 }
 
 export class OverLimitCache {
@@ -62,7 +82,7 @@ export class OverLimitCache {
    * The outcome the store would give for this bucket, if the cache knows it
    * refuses a request of `cost` at `nowMs`; null when it does not know.
    */
-  refusal(bucket: BucketRef, cost: number, nowMs: number): BucketOutcome | null {
+  refusal(bucket: BucketRef, cost: number, nowMs: number): CachedRefusal | null {
     const id = bucketId(bucket.ruleId, bucket.key);
     const entry = this.entries.get(id);
     if (entry === undefined) return null;
@@ -71,22 +91,27 @@ export class OverLimitCache {
       return null;
     }
     if (cost < entry.cost) return null;
-    return { conforming: false, remaining: entry.remaining, resetAtMs: entry.resetAtMs, retryAfterMs: entry.untilMs - nowMs, delayMs: 0 };
+    return {
+      outcome: { conforming: false, remaining: entry.remaining, resetAtMs: entry.resetAtMs, retryAfterMs: entry.untilMs - nowMs, delayMs: 0 },
+      readAtMs: entry.readAtMs,
+      resetInMs: entry.resetAtMs - entry.readAtMs - (nowMs - entry.sentAtMs),
+    };
   }
 
   /**
    * Learns from one bucket's outcome in a store's reply: a refusal by an
    * enforcing rule is kept until `sentAtMs + retryAfterMs`, sentAtMs being
-   * this instance's clock when the call was sent.
+   * this instance's clock when the call was sent, readAtMs the store's when
+   * it decided (the reply's nowMs).
    */
-  remember(bucket: BucketRef, cost: number, outcome: BucketOutcome, sentAtMs: number): void {
+  remember(bucket: BucketRef, cost: number, outcome: BucketOutcome, sentAtMs: number, readAtMs: number): void {
     if (outcome.conforming || outcome.retryAfterMs === null || outcome.retryAfterMs <= 0) return;
     if (bucket.params.action === "LOG_ONLY") return;
     const id = bucketId(bucket.ruleId, bucket.key);
     const known = this.entries.get(id);
     const untilMs = sentAtMs + outcome.retryAfterMs;
     if (known !== undefined && sameParams(known.params, bucket.params) && known.cost <= cost && known.untilMs >= untilMs) return;
-    this.entries.set(id, { params: bucket.params, cost, untilMs, remaining: outcome.remaining, resetAtMs: outcome.resetAtMs });
+    this.entries.set(id, { params: bucket.params, cost, sentAtMs, untilMs, remaining: outcome.remaining, readAtMs, resetAtMs: outcome.resetAtMs });
   }
 
   /** Forgets a bucket (after resetLimit). */

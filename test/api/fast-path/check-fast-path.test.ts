@@ -183,6 +183,7 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
       services,
       logger,
       introspection: false,
+      graphiql: false,
       maxBodyBytes: 1 << 20,
       maxQueryDepth: MAX_DEPTH,
       maxQueryFields: MAX_FIELDS,

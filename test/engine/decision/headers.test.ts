@@ -1,16 +1,20 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { RuleResult } from "../../../src/domain/decision.js";
 import type { Rule } from "../../../src/domain/rule.js";
 import { compileRule, type CompiledRule } from "../../../src/engine/decision/compiled-rule.js";
-import { rateLimitHeaders, secondsUntil } from "../../../src/engine/decision/headers.js";
+import { partitionKey, rateLimitHeaders, secondsUntil, type ServiceLimit } from "../../../src/engine/decision/headers.js";
 import { makeRule } from "../../support/domain-factory.js";
 
 const NOW = 1_700_000_000_000;
 
-function enforced(
-  ruleFields: Partial<Rule>,
-  resultFields: Partial<RuleResult> = {},
-): { result: RuleResult; compiled: CompiledRule } {
+interface Enforced {
+  result: RuleResult;
+  policy: { compiled: CompiledRule; key: string };
+  limit: ServiceLimit;
+}
+
+function enforced(ruleFields: Partial<Rule>, resultFields: Partial<RuleResult> = {}, resetSeconds: number | null = 42): Enforced {
   const compiled = compileRule(makeRule(ruleFields));
   const result: RuleResult = {
     rule: compiled.rule,
@@ -22,112 +26,125 @@ function enforced(
     retryAfter: null,
     delayMs: 0,
     consulted: true,
+    readAt: new Date(NOW),
     nearLimit: false,
     ...resultFields,
   };
-  return { result, compiled };
+  return { result, policy: { compiled, key: result.key }, limit: { compiled, key: result.key, remaining: result.remaining, resetSeconds } };
+}
+
+/** The headers of a decision whose enforcing rules were all read, `items[0]` deciding. */
+function headersOf(allowed: boolean, retryAfter: number | null, ...items: Enforced[]) {
+  return rateLimitHeaders({ allowed, retryAfter, deciding: items[0]?.result ?? null, policies: items.map((i) => i.policy), limits: items.map((i) => i.limit) });
 }
 
 function header(headers: { name: string; value: string }[], name: string): string | undefined {
   return headers.find((h) => h.name === name)?.value;
 }
 
-describe("rateLimitHeaders", () => {
-  it("returns no headers when there are no enforcing results", () => {
-    expect(rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [] })).toEqual([]);
-  });
+/** The partition key of "user:u1": the first 12 bytes of its SHA-256, as an sf-binary. */
+const PK = `:${createHash("sha256").update("user:u1").digest().subarray(0, 12).toString("base64")}:`;
 
-  it("returns no headers for a denial without enforcing results", () => {
-    expect(rateLimitHeaders({ allowed: false, nowMs: NOW, retryAfter: 5, enforcing: [] })).toEqual([]);
+describe("rateLimitHeaders", () => {
+  it("returns no headers when no enforcing rule was read", () => {
+    expect(headersOf(true, null)).toEqual([]);
+    expect(headersOf(false, 5)).toEqual([]);
   });
 
   it("describes an allowed request exactly", () => {
     const item = enforced({ name: "per-user", limit: 5, window: 60 }, { remaining: 3 });
-    expect(rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [item] })).toEqual([
+    expect(headersOf(true, null, item)).toEqual([
       { name: "X-RateLimit-Limit", value: "5" },
       { name: "X-RateLimit-Remaining", value: "3" },
       { name: "X-RateLimit-Reset", value: "1700000042" },
-      { name: "RateLimit-Policy", value: '"per-user";q=5;w=60' },
-      { name: "RateLimit", value: '"per-user";r=3;t=42' },
+      { name: "RateLimit-Policy", value: `"per-user";q=5;w=60;pk=${PK}` },
+      { name: "RateLimit", value: `"per-user";r=3;t=42;pk=${PK}` },
     ]);
   });
 
-  it("describes a denied request exactly, with Retry-After after the reset", () => {
+  it("describes a denied request exactly, with Retry-After no earlier than t", () => {
     const item = enforced({ name: "per-user", limit: 5, window: 60 }, { allowed: false, remaining: 0, retryAfter: 42 });
-    expect(rateLimitHeaders({ allowed: false, nowMs: NOW, retryAfter: 42, enforcing: [item] })).toEqual([
+    expect(headersOf(false, 42, item)).toEqual([
       { name: "X-RateLimit-Limit", value: "5" },
       { name: "X-RateLimit-Remaining", value: "0" },
       { name: "X-RateLimit-Reset", value: "1700000042" },
       { name: "Retry-After", value: "42" },
-      { name: "RateLimit-Policy", value: '"per-user";q=5;w=60' },
-      { name: "RateLimit", value: '"per-user";r=0;t=42' },
+      { name: "RateLimit-Policy", value: `"per-user";q=5;w=60;pk=${PK}` },
+      { name: "RateLimit", value: `"per-user";r=0;t=42;pk=${PK}` },
     ]);
   });
 
   it("omits Retry-After when the request is allowed", () => {
-    const item = enforced({ name: "p" });
-    const headers = rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: 7, enforcing: [item] });
-    expect(header(headers, "Retry-After")).toBeUndefined();
+    expect(header(headersOf(true, 7, enforced({ name: "p" })), "Retry-After")).toBeUndefined();
   });
 
   it("omits Retry-After on a denial without a retry time", () => {
-    const item = enforced({ name: "p" }, { allowed: false, remaining: 0 });
-    const headers = rateLimitHeaders({ allowed: false, nowMs: NOW, retryAfter: null, enforcing: [item] });
+    const headers = headersOf(false, null, enforced({ name: "p" }, { allowed: false, remaining: 0 }));
     expect(headers.map((h) => h.name)).not.toContain("Retry-After");
   });
 
   it("takes Retry-After from the decision, not from the result", () => {
-    const item = enforced({ name: "p" }, { allowed: false, remaining: 0, retryAfter: 9 });
-    const headers = rateLimitHeaders({ allowed: false, nowMs: NOW, retryAfter: 30, enforcing: [item] });
-    expect(header(headers, "Retry-After")).toBe("30");
+    expect(header(headersOf(false, 30, enforced({ name: "p" }, { allowed: false, remaining: 0, retryAfter: 9 })), "Retry-After")).toBe("30");
   });
 
-  it("takes the X-RateLimit headers from the first (most restrictive) result", () => {
+  it("takes the X-RateLimit headers from the deciding result", () => {
     const first = enforced({ name: "a", limit: 5 }, { remaining: 1, resetAt: new Date(NOW + 10_000) });
     const second = enforced({ name: "b", limit: 100 }, { remaining: 90, resetAt: new Date(NOW + 60_000) });
-    const headers = rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [first, second] });
+    const headers = headersOf(true, null, first, second);
     expect(header(headers, "X-RateLimit-Limit")).toBe("5");
     expect(header(headers, "X-RateLimit-Remaining")).toBe("1");
     expect(header(headers, "X-RateLimit-Reset")).toBe("1700000010");
   });
 
-  it('joins one RateLimit-Policy item per enforcing result with ", " in the given order', () => {
+  it('joins one RateLimit-Policy item per enforcing rule with ", " in the given order', () => {
     const first = enforced({ name: "per-user", limit: 5, window: 60 });
     const second = enforced({ name: "per-ip", limit: 100, window: 1, windowUnit: "HOURS" });
-    const headers = rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [first, second] });
-    expect(header(headers, "RateLimit-Policy")).toBe('"per-user";q=5;w=60, "per-ip";q=100;w=3600');
+    expect(header(headersOf(true, null, first, second), "RateLimit-Policy")).toBe(`"per-user";q=5;w=60;pk=${PK}, "per-ip";q=100;w=3600;pk=${PK}`);
   });
 
-  it('joins one RateLimit item per enforcing result with ", " in the given order', () => {
-    const first = enforced({ name: "per-user" }, { remaining: 0, resetAt: new Date(NOW + 42_000) });
-    const second = enforced({ name: "per-ip" }, { remaining: 95, resetAt: new Date(NOW + 5_000) });
-    const headers = rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [first, second] });
-    expect(header(headers, "RateLimit")).toBe('"per-user";r=0;t=42, "per-ip";r=95;t=5');
+  it('joins one RateLimit item per service limit with ", " in the given order', () => {
+    const first = enforced({ name: "per-user" }, { remaining: 0 }, 42);
+    const second = enforced({ name: "per-ip" }, { remaining: 95 }, 5);
+    expect(header(headersOf(true, null, first, second), "RateLimit")).toBe(`"per-user";r=0;t=42;pk=${PK}, "per-ip";r=95;t=5;pk=${PK}`);
   });
 
-  it("uses the bucket capacity the result reports as the quota", () => {
-    const item = enforced({ name: "tb", algorithm: "TOKEN_BUCKET", limit: 10, burst: 25, window: 1 });
-    const headers = rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [item] });
-    expect(header(headers, "X-RateLimit-Limit")).toBe("25");
-    expect(header(headers, "RateLimit-Policy")).toBe('"tb";q=25;w=1');
+  it("names every enforcing rule in RateLimit-Policy, and only the read ones in RateLimit", () => {
+    const read = enforced({ name: "read" }, { allowed: false, remaining: 0, retryAfter: 9 }, 9);
+    const unread = enforced({ name: "unread" });
+    const headers = rateLimitHeaders({ allowed: false, retryAfter: 9, deciding: read.result, policies: [unread.policy, read.policy], limits: [read.limit] });
+    expect(header(headers, "RateLimit-Policy")).toBe(`"unread";q=5;w=60;pk=${PK}, "read";q=5;w=60;pk=${PK}`);
+    expect(header(headers, "RateLimit")).toBe(`"read";r=0;t=9;pk=${PK}`);
+  });
+
+  it("leaves RateLimit out when no service limit is known, keeping RateLimit-Policy", () => {
+    const item = enforced({ name: "p" });
+    const headers = rateLimitHeaders({ allowed: true, retryAfter: null, deciding: item.result, policies: [item.policy], limits: [] });
+    expect(headers.map((h) => h.name)).toEqual(["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy"]);
+  });
+
+  it("advertises a token or leaky bucket's rate as q per w and its capacity as fg-burst; X-RateLimit-Limit stays the capacity", () => {
+    for (const algorithm of ["TOKEN_BUCKET", "LEAKY_BUCKET"] as const) {
+      const headers = headersOf(true, null, enforced({ name: "tb", algorithm, limit: 10, burst: 25, window: 1 }));
+      expect(header(headers, "X-RateLimit-Limit")).toBe("25");
+      expect(header(headers, "RateLimit-Policy")).toBe(`"tb";q=10;w=1;fg-burst=25;pk=${PK}`);
+    }
+    expect(header(headersOf(true, null, enforced({ name: "tb", algorithm: "TOKEN_BUCKET", limit: 10, window: 1 })), "RateLimit-Policy")).toBe(`"tb";q=10;w=1;fg-burst=10;pk=${PK}`);
   });
 
   it("rounds X-RateLimit-Reset up to the next whole second", () => {
-    const item = enforced({ name: "p" }, { resetAt: new Date(NOW + 41_001) });
-    const headers = rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [item] });
-    expect(header(headers, "X-RateLimit-Reset")).toBe("1700000042");
+    expect(header(headersOf(true, null, enforced({ name: "p" }, { resetAt: new Date(NOW + 41_001) })), "X-RateLimit-Reset")).toBe("1700000042");
   });
 
-  it("rounds the RateLimit reset up to whole seconds", () => {
-    const item = enforced({ name: "p" }, { resetAt: new Date(NOW + 41_001) });
-    const headers = rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [item] });
-    expect(header(headers, "RateLimit")).toBe('"p";r=3;t=42');
+  it("leaves t out of an item with nothing to make available", () => {
+    expect(header(headersOf(true, null, enforced({ name: "p", limit: 10 }, { remaining: 10 }, null)), "RateLimit")).toBe(`"p";r=10;pk=${PK}`);
   });
+});
 
-  it("never shows a negative RateLimit reset", () => {
-    const item = enforced({ name: "p" }, { resetAt: new Date(NOW - 5_000) });
-    const headers = rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [item] });
-    expect(header(headers, "RateLimit")).toBe('"p";r=3;t=0');
+describe("partitionKey", () => {
+  it("is the first 12 bytes of the key's SHA-256 as an sf-binary, and differs between keys", () => {
+    expect(partitionKey("user:u1")).toBe(PK);
+    expect(partitionKey("user:u2")).not.toBe(PK);
+    expect(Buffer.from(PK.slice(1, -1), "base64")).toHaveLength(12);
   });
 });
 
@@ -181,8 +198,8 @@ describe("compileRule policyName", () => {
 
   it("appears escaped in both IETF headers", () => {
     const item = enforced({ name: 'Ünïcode "q"', limit: 5, window: 60 }, { remaining: 0 });
-    const headers = rateLimitHeaders({ allowed: true, nowMs: NOW, retryAfter: null, enforcing: [item] });
-    expect(header(headers, "RateLimit-Policy")).toBe('"_n_code \\"q\\"";q=5;w=60');
-    expect(header(headers, "RateLimit")).toBe('"_n_code \\"q\\"";r=0;t=42');
+    const headers = headersOf(true, null, item);
+    expect(header(headers, "RateLimit-Policy")).toBe(`"_n_code \\"q\\"";q=5;w=60;pk=${PK}`);
+    expect(header(headers, "RateLimit")).toBe(`"_n_code \\"q\\"";r=0;t=42;pk=${PK}`);
   });
 });

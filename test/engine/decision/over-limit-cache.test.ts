@@ -117,7 +117,7 @@ for (const [name, makeStore, available] of STORES) {
       expect(decision).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
     });
 
-    it("lists every rule that applied, the ones it did not read with consulted false, and leaves them out of RateLimit", async () => {
+    it("lists every rule that applied, the ones it did not read with consulted false, and leaves them out of RateLimit, not of RateLimit-Policy", async () => {
       const perUser = makeRule({ name: "per-user", scope: ["USER"], limit: 1 });
       const perIp = makeRule({ name: "per-ip", scope: ["IP"], limit: 100 });
       load(perUser, perIp);
@@ -129,8 +129,11 @@ for (const [name, makeStore, available] of STORES) {
         [perIp.id, true, false, 100, null],
       ]);
       expect(decision.results[1]!.resetAt).toEqual(decision.decidedAt);
-      expect(decision.headers.find((h) => h.name === "RateLimit")?.value).toMatch(/^"per-user";r=0;t=\d+$/);
-      expect(decision.headers.find((h) => h.name === "RateLimit-Policy")?.value).toBe('"per-user";q=1;w=60');
+      expect(decision.headers.find((h) => h.name === "RateLimit")?.value).toMatch(/^"per-user";r=0;t=\d+;pk=:[A-Za-z0-9+/=]+:$/);
+      // The policy a client is shown stays the same whichever path answers: the store's (a dry run asks it) names both rules too.
+      const policy = (d: Decision) => d.headers.find((h) => h.name === "RateLimit-Policy")?.value;
+      expect(policy(decision)).toMatch(/^"per-user";q=1;w=60;pk=:[A-Za-z0-9+/=]+:, "per-ip";q=100;w=60;pk=:[A-Za-z0-9+/=]+:$/);
+      expect(policy(decision)).toBe(policy(await check({ dryRun: true })));
     });
 
     it("consumes nothing when it refuses: the other rules' buckets are untouched", async () => {
@@ -155,7 +158,7 @@ for (const [name, makeStore, available] of STORES) {
         load(makeRule({ scope: ["USER"], algorithm, limit: 3, window: 10 }));
         clock.advance(1234);
         await exhaust(3);
-        const retryAfterMs = cache.refusal({ ...bucketOf(book), key: "user:u1" }, 1, clock.now())!.retryAfterMs!;
+        const retryAfterMs = cache.refusal({ ...bucketOf(book), key: "user:u1" }, 1, clock.now())!.outcome.retryAfterMs!;
         clock.advance(retryAfterMs - 1);
         expect(await storeWouldAdmit()).toBe(false);
         expect(await checkAndWatch()).toMatchObject({ askedStore: false, decision: { allowed: false, retryAfter: 1 } });
@@ -168,7 +171,7 @@ for (const [name, makeStore, available] of STORES) {
       load(makeRule({ scope: ["USER"], algorithm: "FIXED_WINDOW", action: "THROTTLE", limit: 2, window: 10 }));
       for (let i = 0; i < 4; i++) expect((await check()).allowed).toBe(true);
       expect((await checkAndWatch()).decision).toMatchObject({ allowed: false, source: "COUNTER_STORE" });
-      const retryAfterMs = cache.refusal({ ...bucketOf(book), key: "user:u1" }, 1, clock.now())!.retryAfterMs!;
+      const retryAfterMs = cache.refusal({ ...bucketOf(book), key: "user:u1" }, 1, clock.now())!.outcome.retryAfterMs!;
       expect((await checkAndWatch()).askedStore).toBe(false);
       clock.advance(retryAfterMs - 1);
       expect(await storeWouldAdmit()).toBe(false);
@@ -236,7 +239,7 @@ describe("OverLimitCache", () => {
 
   it("holds at most its size, dropping the oldest entry first", () => {
     const cache = new OverLimitCache(2);
-    for (const key of ["a", "b", "c"]) cache.remember({ ruleId: "r", key, params }, 1, refusal, 0);
+    for (const key of ["a", "b", "c"]) cache.remember({ ruleId: "r", key, params }, 1, refusal, 0, 0);
     expect(cache.size).toBe(2);
     expect(cache.refusal({ ruleId: "r", key: "a", params }, 1, 0)).toBeNull();
     expect(cache.refusal({ ruleId: "r", key: "c", params }, 1, 0)).not.toBeNull();
@@ -245,10 +248,10 @@ describe("OverLimitCache", () => {
   it("evicts the least recently used: a refused bucket that is read again stays, an untouched one goes", () => {
     const cache = new OverLimitCache(2);
     const bucket = (key: string) => ({ ruleId: "r", key, params });
-    cache.remember(bucket("hammered"), 1, refusal, 0);
-    cache.remember(bucket("quiet"), 1, refusal, 0);
+    cache.remember(bucket("hammered"), 1, refusal, 0, 0);
+    cache.remember(bucket("quiet"), 1, refusal, 0, 0);
     expect(cache.refusal(bucket("hammered"), 1, 0)).not.toBeNull();
-    cache.remember(bucket("new"), 1, refusal, 0);
+    cache.remember(bucket("new"), 1, refusal, 0, 0);
     expect(cache.size).toBe(2);
     expect(cache.refusal(bucket("quiet"), 1, 0)).toBeNull();
     expect(cache.refusal(bucket("hammered"), 1, 0)).not.toBeNull();
@@ -260,7 +263,7 @@ describe("OverLimitCache", () => {
     const bucket = (i: number) => ({ ruleId: "r", key: `user:u${i}`, params });
     let largest = 0;
     for (let i = 0; i < 50_000; i++) {
-      cache.remember(bucket(i), 1, refusal, 0);
+      cache.remember(bucket(i), 1, refusal, 0, 0);
       if (i % 3 === 0) cache.forget("r", `user:u${i - 1}`);
       largest = Math.max(largest, cache.size);
     }
@@ -271,14 +274,14 @@ describe("OverLimitCache", () => {
 
   it("keeps nothing for conforming outcomes", () => {
     const cache = new OverLimitCache(2);
-    cache.remember({ ruleId: "r", key: "a", params }, 1, { ...refusal, conforming: true, retryAfterMs: null }, 0);
+    cache.remember({ ruleId: "r", key: "a", params }, 1, { ...refusal, conforming: true, retryAfterMs: null }, 0, 0);
     expect(cache.size).toBe(0);
   });
 
   it("drops an expired entry when it meets it", () => {
     const cache = new OverLimitCache(2);
-    cache.remember({ ruleId: "r", key: "a", params }, 1, refusal, 1000);
-    expect(cache.refusal({ ruleId: "r", key: "a", params }, 1, 30_999)?.retryAfterMs).toBe(1);
+    cache.remember({ ruleId: "r", key: "a", params }, 1, refusal, 1000, 1000);
+    expect(cache.refusal({ ruleId: "r", key: "a", params }, 1, 30_999)?.outcome.retryAfterMs).toBe(1);
     expect(cache.refusal({ ruleId: "r", key: "a", params }, 1, 31_000)).toBeNull();
     expect(cache.size).toBe(0);
   });
