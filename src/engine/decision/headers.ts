@@ -31,7 +31,7 @@
  * there is none.
  */
 
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { HttpHeader, RuleResult } from "../../domain/decision.js";
 import type { CompiledRule } from "./compiled-rule.js";
 
@@ -63,23 +63,27 @@ export function rateLimitHeaders({ allowed, retryAfter, deciding, policies, limi
     { name: "X-RateLimit-Reset", value: String(Math.ceil(deciding.resetAt.getTime() / 1000)) },
   ];
   if (!allowed && retryAfter !== null) headers.push({ name: "Retry-After", value: String(retryAfter) });
+  // Each key is hashed once, though both fields name it.
+  const partitions = new Map<string, string>();
+  const pk = (key: string): string => {
+    let known = partitions.get(key);
+    if (known === undefined) partitions.set(key, (known = partitionKey(key)));
+    return known;
+  };
   if (policies.length > 0) {
-    headers.push({ name: "RateLimit-Policy", value: policies.map(({ compiled, key }) => `${compiled.policyItem};pk=${partitionKey(key)}`).join(", ") });
+    headers.push({ name: "RateLimit-Policy", value: policies.map(({ compiled, key }) => `${compiled.policyItem};pk=${pk(key)}`).join(", ") });
   }
   if (limits.length > 0) {
-    headers.push({ name: "RateLimit", value: limits.map(serviceLimitItem).join(", ") });
+    const items = limits.map(({ compiled, key, remaining, resetSeconds }) => `${compiled.policyName};r=${remaining}${resetSeconds === null ? "" : `;t=${resetSeconds}`};pk=${pk(key)}`);
+    headers.push({ name: "RateLimit", value: items.join(", ") });
   }
   return headers;
 }
 
-function serviceLimitItem({ compiled, key, remaining, resetSeconds }: ServiceLimit): string {
-  const reset = resetSeconds === null ? "" : `;t=${resetSeconds}`;
-  return `${compiled.policyName};r=${remaining}${reset};pk=${partitionKey(key)}`;
-}
-
 /** An sf-binary (RFC 9651 §3.3.5) naming the bucket's partition without showing its key. */
 export function partitionKey(key: string): string {
-  return `:${createHash("sha256").update(key).digest().subarray(0, 12).toString("base64")}:`;
+  // crypto.hash, one call, costs about a third of a createHash chain on this hot path.
+  return `:${hash("sha256", key, "buffer").subarray(0, 12).toString("base64")}:`;
 }
 
 /** Whole seconds until `atMs`, rounded up, never negative: both times from one clock. */
