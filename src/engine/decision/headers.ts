@@ -21,8 +21,8 @@
  *   t  seconds until more quota is available: for a rule refusing the
  *      request, until a request of its cost would be admitted (its
  *      retryAfter, so Retry-After, the longest of those, is never earlier
- *      than any refusing rule's t); for a rule admitting it, until the bucket
- *      is whole again (resetAt); absent when it already is.
+ *      than any refusing rule's t); for a rule admitting it, until it has a
+ *      unit more (moreQuotaInMs); absent when its bucket is whole.
  * RateLimit-Policy is the same for every response of a client's sequence: it
  * names every enforcing rule that applies, in the rule book's order, whatever
  * path decided (counter store, over-limit cache, failure mode). RateLimit
@@ -32,6 +32,7 @@
  */
 
 import { hash } from "node:crypto";
+import type { LimitParams } from "../../domain/algorithms/index.js";
 import type { HttpHeader, RuleResult } from "../../domain/decision.js";
 import type { CompiledRule } from "./compiled-rule.js";
 
@@ -84,6 +85,22 @@ export function rateLimitHeaders({ allowed, retryAfter, deciding, policies, limi
 export function partitionKey(key: string): string {
   // crypto.hash, one call, costs about a third of a createHash chain on this hot path.
   return `:${hash("sha256", key, "buffer").subarray(0, 12).toString("base64")}:`;
+}
+
+/**
+ * How long until a bucket with `remaining` left has one unit more, from how
+ * long until it is whole (`resetInMs`). A token or leaky bucket drains its
+ * debt evenly, one unit every window ÷ limit, so the next unit comes the
+ * other missing units' drain before it is whole (never earlier than it does:
+ * at most 1 ms late). A fixed window gives everything back when it ends,
+ * which is when it is whole. A sliding window gives units back as old ones
+ * age out, which the reply does not say: its reset, when the last one has,
+ * is the bound given.
+ */
+export function moreQuotaInMs({ algorithm, limit, windowMs, capacity }: LimitParams, remaining: number, resetInMs: number): number {
+  if (algorithm !== "TOKEN_BUCKET" && algorithm !== "LEAKY_BUCKET") return resetInMs;
+  const missingAfterNext = Math.max(0, capacity - remaining - 1);
+  return resetInMs - Math.floor((missingAfterNext * windowMs) / limit);
 }
 
 /** Whole seconds until `atMs`, rounded up, never negative: both times from one clock. */
