@@ -159,6 +159,10 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
         expect(header(decision, "Retry-After")).toBe(String(decision.retryAfter));
         expect(header(decision, "X-RateLimit-Limit")).toBe("2");
         expect(header(decision, "RateLimit")).toMatch(/^"per-user-[^"]+";r=0;t=\d+;pk=:[A-Za-z0-9+/]+=*:$/);
+        // t counted down like the waits: never past Retry-After (the draft's rule), never above Floodgate's own.
+        const t = (d: typeof decision) => Number(/;t=(\d+)/.exec(header(d, "RateLimit")!)![1]);
+        expect(t(decision)).toBeLessThanOrEqual(decision.retryAfter!);
+        expect(t(decision)).toBeLessThanOrEqual(t(refusal));
       }
       // A larger request is refused as well; the query string does not make another check.
       expect((await client.check({ ...request, cost: 2 })).source).toBe("CLIENT_REFUSAL_CACHE");

@@ -21,8 +21,8 @@
  *   t  seconds until more quota is available: for a rule refusing the
  *      request, until a request of its cost would be admitted (its
  *      retryAfter, so Retry-After, the longest of those, is never earlier
- *      than any refusing rule's t); for a rule admitting it, until the bucket
- *      is whole again (resetAt); absent when it already is.
+ *      than any refusing rule's t); for a rule admitting it, until it has a
+ *      unit more (moreQuotaInMs); absent when its bucket is whole.
  * RateLimit-Policy is the same for every response of a client's sequence: it
  * names every enforcing rule that applies, in the rule book's order, whatever
  * path decided (counter store, over-limit cache, failure mode). RateLimit
@@ -31,7 +31,8 @@
  * there is none.
  */
 
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
+import type { LimitParams } from "../../domain/algorithms/index.js";
 import type { HttpHeader, RuleResult } from "../../domain/decision.js";
 import type { CompiledRule } from "./compiled-rule.js";
 
@@ -63,23 +64,43 @@ export function rateLimitHeaders({ allowed, retryAfter, deciding, policies, limi
     { name: "X-RateLimit-Reset", value: String(Math.ceil(deciding.resetAt.getTime() / 1000)) },
   ];
   if (!allowed && retryAfter !== null) headers.push({ name: "Retry-After", value: String(retryAfter) });
+  // Each key is hashed once, though both fields name it.
+  const partitions = new Map<string, string>();
+  const pk = (key: string): string => {
+    let known = partitions.get(key);
+    if (known === undefined) partitions.set(key, (known = partitionKey(key)));
+    return known;
+  };
   if (policies.length > 0) {
-    headers.push({ name: "RateLimit-Policy", value: policies.map(({ compiled, key }) => `${compiled.policyItem};pk=${partitionKey(key)}`).join(", ") });
+    headers.push({ name: "RateLimit-Policy", value: policies.map(({ compiled, key }) => `${compiled.policyItem};pk=${pk(key)}`).join(", ") });
   }
   if (limits.length > 0) {
-    headers.push({ name: "RateLimit", value: limits.map(serviceLimitItem).join(", ") });
+    const items = limits.map(({ compiled, key, remaining, resetSeconds }) => `${compiled.policyName};r=${remaining}${resetSeconds === null ? "" : `;t=${resetSeconds}`};pk=${pk(key)}`);
+    headers.push({ name: "RateLimit", value: items.join(", ") });
   }
   return headers;
 }
 
-function serviceLimitItem({ compiled, key, remaining, resetSeconds }: ServiceLimit): string {
-  const reset = resetSeconds === null ? "" : `;t=${resetSeconds}`;
-  return `${compiled.policyName};r=${remaining}${reset};pk=${partitionKey(key)}`;
-}
-
 /** An sf-binary (RFC 9651 §3.3.5) naming the bucket's partition without showing its key. */
 export function partitionKey(key: string): string {
-  return `:${createHash("sha256").update(key).digest().subarray(0, 12).toString("base64")}:`;
+  // crypto.hash, one call, costs about a third of a createHash chain on this hot path.
+  return `:${hash("sha256", key, "buffer").subarray(0, 12).toString("base64")}:`;
+}
+
+/**
+ * How long until a bucket with `remaining` left has one unit more, from how
+ * long until it is whole (`resetInMs`). A token or leaky bucket drains its
+ * debt evenly, one unit every window ÷ limit, so the next unit comes the
+ * other missing units' drain before it is whole (never earlier than it does:
+ * at most 1 ms late). A fixed window gives everything back when it ends,
+ * which is when it is whole. A sliding window gives units back as old ones
+ * age out, which the reply does not say: its reset, when the last one has,
+ * is the bound given.
+ */
+export function moreQuotaInMs({ algorithm, limit, windowMs, capacity }: LimitParams, remaining: number, resetInMs: number): number {
+  if (algorithm !== "TOKEN_BUCKET" && algorithm !== "LEAKY_BUCKET") return resetInMs;
+  const missingAfterNext = Math.max(0, capacity - remaining - 1);
+  return resetInMs - Math.floor((missingAfterNext * windowMs) / limit);
 }
 
 /** Whole seconds until `atMs`, rounded up, never negative: both times from one clock. */

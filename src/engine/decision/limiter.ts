@@ -22,7 +22,7 @@ import { rank, type Rankable } from "../../domain/most-restrictive.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../../domain/ports.js";
 import type { CheckRequest } from "../../domain/request.js";
 import type { CompiledRule } from "./compiled-rule.js";
-import { rateLimitHeaders, secondsUntil, type ServiceLimit } from "./headers.js";
+import { moreQuotaInMs, rateLimitHeaders, secondsUntil, type ServiceLimit } from "./headers.js";
 import type { CachedRefusal, OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
 import { noTelemetry, type Telemetry } from "../../domain/telemetry.js";
@@ -253,11 +253,14 @@ function cachedReading(refusal: CachedRefusal | null, capacity: number, nowMs: n
 
 /**
  * A read rule's RateLimit item: a refusing rule's t is how long until this
- * request would conform, an admitting one's how long until its bucket is
- * whole, none when it is (see headers.ts).
+ * request would conform, an admitting one's how long until it has one unit
+ * more (see moreQuotaInMs), none when its bucket is whole (see headers.ts).
  */
 function serviceLimit({ compiled, result, resetInMs }: Ranked): ServiceLimit {
-  const resetSeconds = !result.allowed && result.retryAfter !== null ? result.retryAfter : result.remaining >= result.limit ? null : secondsUntil(resetInMs, 0);
+  let resetSeconds: number | null;
+  if (!result.allowed && result.retryAfter !== null) resetSeconds = result.retryAfter;
+  else if (result.remaining >= result.limit) resetSeconds = null;
+  else resetSeconds = secondsUntil(moreQuotaInMs(compiled.params, result.remaining, resetInMs), 0);
   return { compiled, key: result.key, remaining: result.remaining, resetSeconds };
 }
 

@@ -255,6 +255,40 @@ describe("the fields the limiter emits, on every path (in-process store)", () =>
   }
 });
 
+describe("what an admitting rule's t promises (in-process store, a pinned clock)", () => {
+  /** Where quota comes back one unit at a time and the reply says when: t is exact; elsewhere t is when the bucket is whole, a bound. */
+  const EXACT = new Set(["FIXED_WINDOW", "TOKEN_BUCKET", "LEAKY_BUCKET"]);
+
+  for (const algorithm of ALGORITHMS) {
+    for (const spent of [1, 2]) {
+      it(`${algorithm}, ${spent} of 3 spent: a unit more is there ${EXACT.has(algorithm) ? "after t seconds, and not a second before" : "after t seconds at the latest"}`, async () => {
+        const clock = new ManualClock();
+        const book = new RuleBook();
+        const store = new MemoryCounterStore({ clock, sweepIntervalMs: 0 });
+        const limiter = new Limiter(book, store, null, clock);
+        book.load([makeRule({ name: "r", scope: ["USER"], algorithm, limit: 3, window: 10 })]);
+        const check = async (dryRun: boolean) => (await limiter.check(BOOTSTRAP, [request({ dryRun })]))[0]!;
+        // Steps of 700 ms between requests, so that neither a window nor a unit lines up with a whole second.
+        let last = await check(false);
+        for (let i = 1; i < spent; i++) {
+          clock.advance(700);
+          last = await check(false);
+        }
+        const { r, t } = limitItems(header(last, "RateLimit")!)[0]!;
+        expect(r).toBe(3 - spent);
+        // A dry run reports the bucket as a request would leave it: r or more means a unit more than r is there.
+        const leftAfter = async (ms: number) => {
+          clock.set(last.decidedAt.getTime() + ms);
+          const dry = await check(true);
+          return dry.allowed ? dry.remaining! : -1;
+        };
+        expect(await leftAfter(t! * 1000)).toBeGreaterThanOrEqual(r);
+        if (EXACT.has(algorithm)) expect(await leftAfter((t! - 1) * 1000)).toBe(r - 1);
+      });
+    }
+  }
+});
+
 // ---- two clocks: Redis's TIME and this instance's, seven minutes apart ----------------------------
 
 const SKEW_MS = 7 * 60_000;
