@@ -98,11 +98,13 @@ describe("authentication and API keys", () => {
   it("refuses documents nested too deep or selecting too many fields, before running them", async () => {
     const deep = await t.client.raw({ query: "{ rules { id } checkLimits(request: { tenantId: \"a\" }) { results { rule { id name tenantId } } } }" });
     expect(codeOf(deep)).toBeUndefined();
-    const tooDeep = await t.client.raw({
-      query: '{ a: checkLimits(request: { tenantId: "a" }) { rule { id } results { rule { id } } } __schema { types { fields { type { ofType { ofType { name } } } } } } }',
-    });
+    // Past MAX_QUERY_DEPTH (6) only introspection can nest in this schema, and it may go as deep as
+    // graphql-js's standard query (15 levels): 7 levels are answered, 16 refused.
+    const introspection = (levels: number) => `{ a: checkLimits(request: { tenantId: "a" }) { rule { id } results { rule { id } } } __schema { types { fields { type { ${"ofType { ".repeat(levels - 5)}name${" }".repeat(levels - 5)} } } } } }`;
+    expect(codeOf(await t.client.raw({ query: introspection(7) }))).toBeUndefined();
+    const tooDeep = await t.client.raw({ query: introspection(16) });
     expect(codeOf(tooDeep)).toBe("GRAPHQL_VALIDATION_FAILED");
-    expect(tooDeep.errors?.[0]?.message).toMatch(/levels deep; at most 6 are allowed/);
+    expect(tooDeep.errors?.[0]?.message).toMatch(/the introspection is more than 15 levels deep; at most 15 are allowed/);
     const aliases = Array.from({ length: 21 }, (_, i) => `c${i}: checkLimits(request: { tenantId: "a" }) { allowed remaining }`).join(" ");
     const tooMany = await t.client.raw({ query: `{ ${aliases} }` });
     expect(codeOf(tooMany)).toBe("GRAPHQL_VALIDATION_FAILED");

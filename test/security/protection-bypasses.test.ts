@@ -97,8 +97,8 @@ describe(`the API's protections cannot be side-stepped (${storage} storage)`, ()
     expect(answers.at(-1)!.errors.length).toBeGreaterThan(0);
   });
 
-  it("refuses a query over the WebSocket deeper than MAX_QUERY_DEPTH (6), as over HTTP", async () => {
-    const query = "{ __schema { types { fields { type { ofType { ofType { name } } } } } } }";
+  it("refuses a query over the WebSocket deeper than the depth limits (MAX_QUERY_DEPTH 6, introspection as deep as the standard query's 15), as over HTTP", async () => {
+    const query = `{ __schema { types { fields { type { ${"ofType { ".repeat(12)}name${" }".repeat(12)} } } } } }`;
     const overHttp = await t.client.raw({ query });
     expect(overHttp.errors?.[0]?.extensions?.code).toBe("GRAPHQL_VALIDATION_FAILED");
     const answer = await overWebSocket(socket(t.adminToken), query);
