@@ -20,11 +20,14 @@ import { rateLimitHeaders, secondsUntil } from "./headers.js";
 import type { OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
 import { noTelemetry, type Telemetry } from "../../domain/telemetry.js";
+import type { UsageRecorder } from "../usage/usage-recorder.js";
 
 export interface LimiterOptions {
   telemetry?: Telemetry;
   /** Absent: every request goes to the store. */
   overLimit?: OverLimitCache;
+  /** Counts every rule's verdicts for the usage charts; absent: not counted. */
+  usage?: UsageRecorder;
 }
 
 interface Applicable {
@@ -98,7 +101,10 @@ export class Limiter {
         if (!reply.degraded) this.learn(calls[plan.call]!, reply, sentAtMs);
         decision = this.decision(plan.applicable, reply, "COUNTER_STORE", null);
       }
-      if (!request.dryRun) this.publishEvents(request, decision);
+      if (!request.dryRun) {
+        this.publishEvents(request, decision);
+        this.countUsage(request, decision);
+      }
       this.report(decision);
       return decision;
     });
@@ -114,6 +120,21 @@ export class Limiter {
     for (const { rule, allowed } of decision.results) {
       const outcome = decision.degraded ? "degraded" : allowed ? "allowed" : rule.action === "LOG_ONLY" ? "shadow" : "denied";
       this.telemetry.ruleDecided(rule.tenantId, rule.id, outcome);
+    }
+  }
+
+  /**
+   * Each rule's own verdict: a rule that conformed counts as allowed even when
+   * another rule refused the request. A rule the over-limit cache did not
+   * consult (another rule refused first, from memory) has no verdict and
+   * counts nothing.
+   */
+  private countUsage(request: CheckRequest, decision: Decision): void {
+    const usage = this.options.usage;
+    if (!usage) return;
+    const atMs = decision.decidedAt.getTime();
+    for (const { rule, key, allowed, consulted } of decision.results) {
+      if (consulted) usage.count(request.tenantId, rule.id, key, allowed ? "allowed" : rule.action === "LOG_ONLY" ? "shadowRefused" : "refused", atMs);
     }
   }
 
