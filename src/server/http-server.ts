@@ -18,6 +18,7 @@ import { graphqlEndpoint } from "./graphql-endpoint.js";
 import type { Logger } from "./logger.js";
 import { answerMalformedRequests } from "./malformed-requests.js";
 import { serveMetricsToAdmins } from "./metrics-endpoint.js";
+import { serveDashboard } from "./dashboard-endpoint.js";
 import { registerFastPathGauges } from "./metrics.js";
 import { router, type Endpoints } from "./routes.js";
 import { GracefulShutdown } from "./shutdown.js";
@@ -76,6 +77,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       graphql: graphqlEndpoint({ services, apollo, fastPath, parseOptions, maxBodyBytes: options.maxBodyBytes, shutdown }),
       metrics: (req, res) => serveMetricsToAdmins(req, res, { registry: options.metrics, keys: services.keys, token: options.metricsToken ?? null }),
       readiness: options.readiness,
+      dashboard: serveDashboard(),
     },
     logger,
   );
