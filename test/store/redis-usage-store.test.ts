@@ -1,8 +1,10 @@
-import { describe, expect, it } from "vitest";
+import { Cluster } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MINUTE_MS, USAGE_RETENTION_MS } from "../../src/domain/usage.js";
 import { RedisUsageStore } from "../../src/store/redis/redis-usage-store.js";
 import { testRedis } from "../support/redis.js";
-import { redisAvailable } from "../support/services.js";
+import { startRedisCluster, type LocalRedisCluster } from "../harness/local-redis.js";
+import { redisAvailable, redisBinariesAvailable } from "../support/services.js";
 import { usageStoreConformance } from "./usage-store.conformance.js";
 
 describe.runIf(await redisAvailable())("redis", () => {
@@ -31,5 +33,20 @@ describe.runIf(await redisAvailable())("redis", () => {
     } finally {
       await cleanup();
     }
+  });
+});
+
+/** A batch touches keys of many slots, and ioredis pipelines a Cluster's commands per node: the same suite on a cluster of this suite's own. */
+describe.runIf(await redisBinariesAvailable())("redis cluster", () => {
+  let cluster: LocalRedisCluster;
+  let suite = 0;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  });
+  afterAll(() => cluster?.stop());
+
+  usageStoreConformance("redis cluster", async () => {
+    const client = new Cluster(cluster.nodes, { enableAutoPipelining: true });
+    return { store: new RedisUsageStore(client, `fgtest:${++suite}:`), cleanup: async () => void client.disconnect() };
   });
 });
