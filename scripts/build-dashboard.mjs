@@ -1,6 +1,6 @@
 // Bundles the dashboard (dashboard/) into dist/dashboard/: app.js (the
-// TypeScript and graphql-ws, minified, one file), index.html and style.css as
-// they are. `npm run build` runs it, so `npm start` serves a current
+// TypeScript and graphql-ws, minified, one file), index.html, style.css and
+// favicon.svg as they are. `npm run build` runs it, so `npm start` serves a current
 // dashboard; the browser tests call buildDashboard() themselves.
 import { copyFile, mkdir } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -23,7 +23,7 @@ export async function buildDashboard() {
     legalComments: "none",
     logLevel: "warning",
   });
-  await Promise.all(["index.html", "style.css"].map((file) => copyFile(`${root}dashboard/${file}`, `${out}${file}`)));
+  await Promise.all(["index.html", "style.css", "favicon.svg"].map((file) => copyFile(`${root}dashboard/${file}`, `${out}${file}`)));
   return out;
 }
 

@@ -17,6 +17,7 @@ const FILES: Record<string, { file: string; type: string }> = {
   "/dashboard/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
   "/dashboard/app.js.map": { file: "app.js.map", type: "application/json" },
   "/dashboard/style.css": { file: "style.css", type: "text/css; charset=utf-8" },
+  "/dashboard/favicon.svg": { file: "favicon.svg", type: "image/svg+xml" },
 };
 
 const HEADERS = {

@@ -31,6 +31,8 @@ describe.runIf((await chromiumAvailable()) && (await realStorageAvailable()))("t
   let dashboard: string;
   const tenantId = newTenant();
   let token: string;
+  /** Exceptions no screen caught: there must be none. */
+  const pageErrors: string[] = [];
 
   beforeAll(async () => {
     await buildDashboard();
@@ -44,6 +46,7 @@ describe.runIf((await chromiumAvailable()) && (await realStorageAvailable()))("t
     // An action or a wait that cannot succeed fails in seconds, naming what it waited for.
     context.setDefaultTimeout(5_000);
     page = await context.newPage();
+    page.on("pageerror", (error) => pageErrors.push(error.message));
   });
   afterAll(async () => {
     await browser?.close();
@@ -211,5 +214,6 @@ describe.runIf((await chromiumAvailable()) && (await realStorageAvailable()))("t
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByLabel("API key").waitFor();
     expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    expect(pageErrors).toEqual([]);
   });
 });

@@ -30,6 +30,7 @@ describe("the dashboard's files", () => {
       ["/dashboard/", "text/html; charset=utf-8"],
       ["/dashboard/app.js", "text/javascript; charset=utf-8"],
       ["/dashboard/style.css", "text/css; charset=utf-8"],
+      ["/dashboard/favicon.svg", "image/svg+xml"],
     ]) {
       const response = await fetch(`${built.base}${path}`);
       expect(response.status, path).toBe(200);
