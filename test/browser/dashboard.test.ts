@@ -2,9 +2,10 @@
  * The dashboard in headless Chromium against a real Floodgate (Postgres and
  * Redis): signing in with a key, a throttle event caused through the API
  * shown within a second, a rule's usage chart moving, a rule created with an
- * invalid field (the error beside it), fixed, changed and rolled back, a YAML
- * import after its dry run, a flood of events drawn as a bounded list. Each
- * main view's screenshot is written to docs/screenshots/.
+ * invalid field (the error beside it), fixed, changed and rolled back, a shadow
+ * rule's would-be refusals and its promotion, a YAML import after its dry run,
+ * a flood of events drawn as a bounded list. Each main view's screenshot is
+ * written to docs/screenshots/.
  */
 
 import { mkdirSync } from "node:fs";
@@ -163,6 +164,26 @@ describe.runIf((await chromiumAvailable()) && (await realStorageAvailable()))("t
     await goTo("#rules");
     await page.getByLabel("Search rules").fill("orders");
     expect(await page.locator("tbody tr").count()).toBe(1);
+  });
+
+  it("shows what a shadow rule would have refused, and promotes it to enforcement", async () => {
+    const rule = await createRule(t.client, { tenantId, name: "shadowed", scope: ["USER"], limit: 1, window: 1, windowUnit: "MINUTES", resource: "/shadowed", action: "LOG_ONLY" });
+    for (let i = 0; i < 4; i++) expect((await check(t.client, { tenantId, userId: "s1", resource: "/shadowed" })).allowed).toBe(true);
+    // Its page reads the usage once: open it once the counts are in the store (a flush is 200 ms here).
+    for (let shown = false; !shown; ) {
+      await goTo("#rules");
+      await goTo(`#rules/${rule.id}`);
+      shown = await page
+        .getByText("In the last hour this rule would have refused 3 of 4 checks it decided.")
+        .waitFor({ timeout: 1_000 })
+        .then(() => true, () => false);
+    }
+    await page.getByRole("button", { name: "Promote to enforcement (REJECT)" }).click();
+    await page.getByRole("heading", { name: /shadowed.*version 2/ }).waitFor();
+    await page.locator(".history li", { hasText: "promoted from LOG_ONLY to REJECT" }).waitFor();
+    expect(await page.getByRole("button", { name: "Promote to enforcement (REJECT)" }).count()).toBe(0);
+    expect((await t.client.data(GetRuleDocument, { id: rule.id })).rule).toMatchObject({ action: "REJECT", version: 2 });
+    expect((await check(t.client, { tenantId, userId: "s1", resource: "/shadowed" })).allowed).toBe(false);
   });
 
   it("imports a YAML file after a dry run, refusing to apply before one, and shows an invalid file's problems by line", async () => {
