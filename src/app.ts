@@ -114,19 +114,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       known: knownKeys,
     });
     listenToEvents(core.events, { overLimit, keys, leases: core.leasing });
-    const usageStore = core.redis === null ? new MemoryUsageStore() : new RedisUsageStore(core.redis, settings.redisKeyPrefix);
-    const recorder =
-      settings.usageFlushMs === 0
-        ? undefined
-        : new UsageRecorder({
-            store: usageStore,
-            clock: core.clock,
-            instanceId: randomUUID(),
-            flushMs: settings.usageFlushMs,
-            onFlushFailed: (error) => logger.debug({ err: error }, "usage counts could not be added to the store: that interval is missing from the charts"),
-          });
-    if (recorder) closers.add(() => recorder.close());
-    const usage = new UsageService(usageStore, (principal, id) => core.rules.get(principal, id), core.clock);
+    const { recorder, usage } = openUsage(settings, core, closers, logger);
     const readiness = () => ({
       ready: book.lastLoadedAt !== null,
       rules: { count: book.size, source: sync.source, loadedAt: book.lastLoadedAt },
@@ -138,7 +126,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         degraded: breakers.some(({ state }) => state !== "closed"),
         breakers,
         rules: { source: sync.source, count: book.size, loadedAt: book.lastLoadedAt },
-        // Every live instance flushes at least once per interval; three intervals leave room for a slow one.
+        // Every live instance flushes once per interval; three intervals leave room for a slow one.
         instances: recorder ? await usage.instancesSince(3 * settings.usageFlushMs).catch(() => null) : null,
       };
     };
@@ -191,6 +179,31 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     await closers.close();
     throw error;
   }
+}
+
+/**
+ * Usage over time (docs/dashboard.md#usage-data): counted by this instance
+ * unless USAGE_FLUSH_MS is 0, kept in Redis with it (every instance's counts
+ * summed) and in this process without, read by the usage service either way.
+ */
+function openUsage(
+  settings: Settings,
+  core: { redis: Redis | Cluster | null; clock: Clock; rules: RuleService },
+  closers: Closers,
+  logger: Logger,
+): { recorder: UsageRecorder | undefined; usage: UsageService } {
+  const store = core.redis === null ? new MemoryUsageStore() : new RedisUsageStore(core.redis, settings.redisKeyPrefix);
+  const usage = new UsageService(store, (principal, id) => core.rules.get(principal, id), core.clock);
+  if (settings.usageFlushMs === 0) return { recorder: undefined, usage };
+  const recorder = new UsageRecorder({
+    store,
+    clock: core.clock,
+    instanceId: randomUUID(),
+    flushMs: settings.usageFlushMs,
+    onFlushFailed: (error) => logger.debug({ err: error }, "usage counts could not be added to the store: that interval is missing from the charts"),
+  });
+  closers.add(() => recorder.close());
+  return { recorder, usage };
 }
 
 /**
