@@ -12,7 +12,7 @@
 
 import type { Api, ApiError } from "./api.js";
 import { field, formatNumber, formatTime, h, select, show } from "./dom.js";
-import { DashboardNearLimitEventsDocument, DashboardThrottleEventsDocument, DashboardTopBucketsDocument } from "./generated/operations.js";
+import { DashboardNearLimitEventsDocument, DashboardThrottleEventsDocument, DashboardTopBucketsDocument, type DashboardRuleFragment } from "./generated/operations.js";
 import type { View } from "./view.js";
 
 const MAX_ROWS = 200;
@@ -33,9 +33,9 @@ interface LiveEvent {
   detail: string;
 }
 
-export function liveView(api: Api, report: (error: unknown) => void): View {
+export function liveView(api: Api, rules: readonly DashboardRuleFragment[], report: (error: unknown) => void): View {
   const tenant = h("input", { type: "search", placeholder: "every tenant", autocomplete: "off" });
-  const rule = h("input", { type: "search", placeholder: "every rule (rule id)", autocomplete: "off" });
+  const rule = select([["", "every rule"], ...rules.map((r): [string, string] => [r.id, `${r.name} (${r.tenantId})`])]);
   const action = select([["", "any"], "REJECT", "THROTTLE", "LOG_ONLY"]);
   const shadow = select([["", "any"], ["yes", "shadow only"], ["no", "enforced only"]]);
   const kind = select([["", "throttle and near-limit"], ["throttle", "throttle only"], ["near-limit", "near-limit only"]]);
@@ -76,7 +76,7 @@ export function liveView(api: Api, report: (error: unknown) => void): View {
 
   const subscribe = () => {
     for (const stop of unsubscribe) stop();
-    const variables = { tenantId: tenant.value.trim() || null, ruleId: rule.value.trim() || null };
+    const variables = { tenantId: tenant.value.trim() || null, ruleId: rule.value || null };
     const fail = (error: ApiError) => {
       // The server ends a subscription that fell too far behind (docs/events.md): what it missed is gone, the stream goes on.
       if (error.code === "SUBSCRIBER_TOO_SLOW") {

@@ -89,7 +89,7 @@ function start(api: Api): void {
 
   const route = async () => {
     const [screen = "live", id] = location.hash.slice(1).split("/").map(decodeURIComponent);
-    if (screen !== "live" && screen !== "file") await reload();
+    if (screen !== "file") await reload();
     current?.stop();
     current = viewFor(screen, id ?? null);
     show(main, current.element);
@@ -108,7 +108,7 @@ function start(api: Api): void {
       report(new Error(`No rule ${id} (it may have been deleted, or belong to another tenant).`));
     }
     if (screen === "rules") return rulesList(rules, nav);
-    return liveView(api, report);
+    return liveView(api, rules, report);
   };
 
   const stopHealth = healthBanner(api, banner, instances);

@@ -97,9 +97,25 @@ describe.runIf((await chromiumAvailable()) && (await realStorageAvailable()))("t
 
   it("filters events by action and shadow, and draws a flood as a list of at most 200 rows", async () => {
     await createRule(t.client, { tenantId, name: "flood", scope: ["USER"], limit: 1, window: 1, windowUnit: "MINUTES", resource: "/flood" });
+    // The screen lists the rules there are when it opens.
+    await goTo("#rules");
+    await goTo("#live");
+    await page.getByRole("heading", { name: "Live throttling" }).waitFor();
     await page.getByLabel("Shadow").selectOption("yes");
     await check(t.client, { tenantId, userId: "hidden", resource: "/flood", cost: 2 });
     await page.getByLabel("Shadow").selectOption("");
+    // Events are filtered by rule on the server: with the filter on "flood", a refusal of "per-user" made just before one of
+    // "flood" never shows, though it would arrive first.
+    await page.getByLabel("Rule", { exact: true }).selectOption({ label: `flood (${tenantId})` });
+    for (let i = 0, seen = false; !seen; i++) {
+      await check(t.client, { tenantId, userId: `filtered-out-${i}`, resource: "/live", cost: 2 });
+      await check(t.client, { tenantId, userId: `filtered-in-${i}`, resource: "/flood", cost: 2 });
+      seen = await page
+        .locator(".event", { hasText: `user:filtered-in-${i}` })
+        .waitFor({ timeout: 500 })
+        .then(() => true, () => false);
+    }
+    expect(await page.locator(".event", { hasText: "user:filtered-out" }).count()).toBe(0);
     // 1,000 buckets refused in a second, 250 at a time: a throttle event each (cost 2 exceeds every bucket's capacity).
     for (let batch = 0; batch < 4; batch++) {
       const requests = Array.from({ length: 250 }, (_, i) => ({ tenantId, userId: `flood-${batch * 250 + i}`, resource: "/flood", cost: 2 }));
