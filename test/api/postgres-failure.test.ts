@@ -109,7 +109,7 @@ describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => 
     const { app, client } = await start();
     expect(await readiness(app)).toMatchObject({ ready: true, rules: { source: "snapshot" } });
     // What the dashboard's banner shows.
-    expect((await client.data(HealthDocument, {})).health.rules).toMatchObject({ source: "snapshot", count: 1 });
+    expect((await client.data(HealthDocument, {})).health.rules.source).toBe("snapshot");
     const decisions = [];
     for (let i = 0; i < 2; i++) decisions.push((await client.data(CheckLimitsDocument, { request: { tenantId, userId: "u1" } })).checkLimits.allowed);
     expect(decisions).toEqual([true, false]);
