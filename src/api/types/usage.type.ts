@@ -2,7 +2,7 @@ import { Field, ID, Int, ObjectType } from "type-graphql";
 import type { BreakerState } from "../../domain/circuit-breaker.js";
 import { OTHER_BUCKETS } from "../../domain/usage.js";
 
-@ObjectType({ simpleResolvers: true, description: "One step of a rule's usage: each rule's own verdicts, summed over every instance." })
+@ObjectType("UsagePoint", { simpleResolvers: true, description: "One step of a rule's usage: each rule's own verdicts, summed over every instance." })
 export class UsagePointType {
   @Field(() => Date, { description: "The start of the step." })
   at!: Date;
@@ -17,7 +17,7 @@ export class UsagePointType {
   shadowRefused!: number;
 }
 
-@ObjectType({ simpleResolvers: true })
+@ObjectType("TopBucket", { simpleResolvers: true })
 export class TopBucketType {
   @Field(() => String, { description: "The tenant whose requests were refused." })
   tenantId!: string;
@@ -35,7 +35,7 @@ export class TopBucketType {
   refusals!: number;
 }
 
-@ObjectType({ simpleResolvers: true })
+@ObjectType("Breaker", { simpleResolvers: true })
 export class BreakerType {
   @Field(() => String, { description: 'The shard: "redis", or a Redis Cluster master\'s "host:port".' })
   shard!: string;
@@ -44,7 +44,7 @@ export class BreakerType {
   state!: BreakerState;
 }
 
-@ObjectType({ simpleResolvers: true })
+@ObjectType("RulesHealth", { simpleResolvers: true })
 export class RulesHealthType {
   @Field(() => String, { nullable: true, description: '"database", or "snapshot" while the rule database could not be read since the start; null before the first load.' })
   source!: string | null;
@@ -56,7 +56,7 @@ export class RulesHealthType {
   loadedAt!: Date | null;
 }
 
-@ObjectType({ simpleResolvers: true, description: "This instance's view of the service, for an operator." })
+@ObjectType("Health", { simpleResolvers: true, description: "This instance's view of the service, for an operator." })
 export class HealthType {
   @Field(() => Boolean, { description: "A counter store breaker is not closed: some checks are decided by their rules' failureMode (degraded)." })
   degraded!: boolean;
