@@ -19,7 +19,7 @@ export function healthBanner(api: Api, banner: HTMLElement, instances: HTMLEleme
         warnings.push(h("p", { className: "banner warning" }, h("strong", {}, "Rules from the snapshot: "), "the rule database is unreachable; rules cannot be changed until it answers."));
       }
       show(banner, ...warnings);
-      instances.textContent = health.instances === null ? "usage counting off" : `${plural(health.instances, "instance")} · ${plural(health.rules.count, "rule")}`;
+      instances.textContent = health.instances === null ? `instances unknown · ${plural(health.rules.count, "rule")}` : `${plural(health.instances, "instance")} · ${plural(health.rules.count, "rule")}`;
     } catch (error) {
       show(banner, h("p", { className: "banner danger" }, h("strong", {}, "Health unknown: "), error instanceof Error ? error.message : String(error)));
     }

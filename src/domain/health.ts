@@ -12,6 +12,6 @@ export interface Health {
     count: number;
     loadedAt: Date | null;
   };
-  /** Instances that reported usage within the last three flush intervals (this one included); null with usage counting off. */
+  /** Instances that reported usage within the last three flush intervals (this one included); null when not known (usage counting off, or the store unreachable). */
   instances: number | null;
 }

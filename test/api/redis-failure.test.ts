@@ -8,7 +8,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
-import { CheckLimitsDocument, CreateRuleDocument, HealthDocument, ResetLimitDocument } from "../generated/graphql.js";
+import { CheckLimitsDocument, CreateRuleDocument, HealthDocument, ResetLimitDocument, TopBucketsDocument } from "../generated/graphql.js";
 import { testAdminToken } from "../harness/in-process-app.js";
 import { GraphQLClient } from "../harness/graphql-client.js";
 import { startOwnRedis, type OwnRedis } from "../harness/redis-server.js";
@@ -74,6 +74,9 @@ describe("when Redis dies under the service", () => {
     const { health: down } = await client.data(HealthDocument, {});
     expect(down.degraded).toBe(true);
     expect(down.breakers.map((b) => b.state)).not.toContain("closed");
+    expect(down.instances).toBeNull();
+    const usage = await client.request(TopBucketsDocument, { tenantId: "t-OPEN" });
+    expect(usage.errors?.[0]).toMatchObject({ message: "usage cannot be read now: the counter store is unreachable", extensions: { code: "SERVICE_UNAVAILABLE" } });
 
     await redis.restart();
     let back = await check("CLOSED", "u-back");

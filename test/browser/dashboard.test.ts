@@ -18,7 +18,9 @@ import type { TestApp } from "../harness/in-process-app.js";
 import { CheckLimitsBatchDocument, CreateApiKeyDocument, GetRuleDocument, ListRulesDocument } from "../generated/graphql.js";
 import { check, createRule, newTenant, realStorageAvailable, sleep } from "../support/api.js";
 import { startTestApp } from "../support/app.js";
-import { CHROMIUM, chromiumAvailable } from "../support/services.js";
+import { startInProcessApp } from "../harness/in-process-app.js";
+import { startOwnRedis } from "../harness/redis-server.js";
+import { CHROMIUM, chromiumAvailable, redisBinariesAvailable } from "../support/services.js";
 
 const SCREENSHOTS = fileURLToPath(new URL("../../docs/screenshots/", import.meta.url));
 const DESKTOP = { width: 1280, height: 800 };
@@ -252,5 +254,38 @@ describe.runIf((await chromiumAvailable()) && (await realStorageAvailable()))("t
     await page.getByLabel("API key").waitFor();
     expect(await page.evaluate("sessionStorage.length")).toBe(0);
     expect(pageErrors).toEqual([]);
+  });
+});
+
+describe.runIf((await chromiumAvailable()) && (await redisBinariesAvailable()))("the dashboard's health banner in Chromium", () => {
+  it("says decisions are degraded once the counter store's breaker opens", { timeout: 30_000 }, async () => {
+    const redis = await startOwnRedis();
+    const t = await startInProcessApp({ REDIS_URL: redis.url, REDIS_TIMEOUT_MS: "200", REDIS_BREAKER_FAILURES: "1", REDIS_BREAKER_OPEN_MS: "60000" });
+    const browser = await launchBrowser(CHROMIUM);
+    try {
+      await buildDashboard();
+      const page = await browser.newPage({ viewport: DESKTOP });
+      page.setDefaultTimeout(10_000);
+      await page.goto(t.app.url.replace(/\/graphql$/, "/dashboard"));
+      await page.getByLabel("API key").fill(t.adminToken);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("heading", { name: "Live throttling" }).waitFor();
+      expect(await page.locator(".banner").count()).toBe(0);
+      const tenantId = newTenant();
+      await createRule(t.client, { tenantId, name: "per-user", scope: ["USER"], limit: 5, window: 1, windowUnit: "MINUTES" });
+      await redis.kill();
+      expect((await check(t.client, { tenantId, userId: "u1" })).degraded).toBe(true);
+      // The banner reads health every 5 s.
+      await page.locator(".banner.danger", { hasText: "Degraded:" }).waitFor();
+      expect(await page.locator(".banner.danger").textContent()).toContain("open");
+      await page.getByText("instances unknown · 1 rule").waitFor();
+      // Usage cannot be read meanwhile, and the page says why rather than "Internal server error".
+      await page.locator(".errors .error", { hasText: "usage cannot be read now: the counter store is unreachable" }).first().waitFor();
+      await page.screenshot({ path: `${SCREENSHOTS}degraded.png` });
+    } finally {
+      await browser.close();
+      await t.stop();
+      await redis.stop();
+    }
   });
 });

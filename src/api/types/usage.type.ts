@@ -67,6 +67,6 @@ export class HealthType {
   @Field(() => RulesHealthType)
   rules!: RulesHealthType;
 
-  @Field(() => Int, { nullable: true, description: "Instances that reported usage within the last three USAGE_FLUSH_MS; null with USAGE_FLUSH_MS=0." })
+  @Field(() => Int, { nullable: true, description: "Instances that reported usage within the last three USAGE_FLUSH_MS; null when not known (USAGE_FLUSH_MS=0, or the counter store unreachable)." })
   instances!: number | null;
 }

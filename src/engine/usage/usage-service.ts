@@ -6,7 +6,7 @@
  */
 
 import { authorize, scopeTenant, type Principal } from "../../domain/access.js";
-import { NotFoundError, ValidationError } from "../../domain/errors.js";
+import { NotFoundError, UnavailableError, ValidationError } from "../../domain/errors.js";
 import type { Clock, UsageStore } from "../../domain/ports.js";
 import type { Rule } from "../../domain/rule.js";
 import { integer } from "../../domain/validation.js";
@@ -45,7 +45,7 @@ export class UsageService {
     const fromMs = this.since(since, nowMs, DEFAULT_USAGE_LOOKBACK_MS);
     if (this.findRule(principal, ruleId) === null) throw new NotFoundError("rule", ruleId);
     const minutes = minutesBetween(fromMs, nowMs);
-    const counts = await this.store.ruleUsage(ruleId, principal.role === "ADMIN" ? null : principal.tenantId, minutes);
+    const counts = await unavailableWhenFailing(this.store.ruleUsage(ruleId, principal.role === "ADMIN" ? null : principal.tenantId, minutes));
     const stepMs = step * 1000;
     const points = new Map<number, UsagePoint>();
     minutes.forEach((minuteMs, i) => {
@@ -65,7 +65,7 @@ export class UsageService {
     const count = integer(limit ?? DEFAULT_TOP_LIMIT, "limit", 1, MAX_TOP_LIMIT);
     const nowMs = this.clock.now();
     const fromMs = this.since(since, nowMs, DEFAULT_TOP_LOOKBACK_MS);
-    const buckets = await this.store.topBuckets(tenant, minutesBetween(fromMs, nowMs), count);
+    const buckets = await unavailableWhenFailing(this.store.topBuckets(tenant, minutesBetween(fromMs, nowMs), count));
     return buckets.map((bucket) => ({ ...bucket, ruleName: this.findRule(principal, bucket.ruleId)?.name ?? null }));
   }
 
@@ -85,4 +85,11 @@ export class UsageService {
     if (ms > nowMs + MINUTE_MS) throw new ValidationError("since", `must not be in the future (got ${since.toISOString()})`);
     return Math.min(nowMs, Math.max(earliestMs, ms));
   }
+}
+
+/** The store failing (Redis unreachable) is the service unavailable for now, not an internal error: SERVICE_UNAVAILABLE, as resetLimit answers then. */
+function unavailableWhenFailing<T>(read: Promise<T>): Promise<T> {
+  return read.catch((error: unknown) => {
+    throw new UnavailableError("usage cannot be read now: the counter store is unreachable", { cause: error });
+  });
 }
