@@ -92,7 +92,7 @@ export function ruleForm(api: Api, rule: DashboardRuleFragment | null, saved: (r
     ),
     h("div", { className: "field inline" }, enabled, h("label", { htmlFor: enabled.id }, "Enabled")),
     formError,
-    h("div", { className: "actions" }, save),
+    h("div", { className: "actions" }, save, h("p", { className: "hint" }, "Changing rules takes a TENANT_ADMIN key of the rule's tenant, or an ADMIN key.")),
   );
 
   form.addEventListener("submit", (event) => {
