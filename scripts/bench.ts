@@ -4,8 +4,9 @@
  *
  * It starts, each in a process of its own and on this machine's Redis and
  * Postgres, Floodgate (dist/main.js, NODE_ENV=production) with 10 rules,
- * Floodgate with 10,000 rules, Floodgate with its over-limit cache off, and
- * the baseline (scripts/bench/baseline-server.ts, rate-limiter-flexible).
+ * Floodgate with 10,000 rules, Floodgate with its over-limit cache off,
+ * Floodgate with usage counting off (USAGE_FLUSH_MS=0: what the dashboard's
+ * charts cost the check path is the difference), and the baseline (scripts/bench/baseline-server.ts, rate-limiter-flexible).
  * One load generator (autocannon, loopback) drives them one at a time; the
  * client rows are driven instead by FloodgateClients in one process of its
  * own (scripts/bench/client-driver.ts), its callers each awaiting
@@ -81,6 +82,7 @@ interface Servers {
   floodgate: ServerProcess;
   floodgateMany: ServerProcess;
   floodgateNoCache: ServerProcess;
+  floodgateNoUsage: ServerProcess;
   baseline: ServerProcess;
 }
 
@@ -105,13 +107,14 @@ async function main(): Promise<void> {
     const fewRules = ruleSet(FEW_RULES);
     const few = await seededDatabase("bench_few", fewRules, cleanups);
     const many = await seededDatabase("bench_many", ruleSet(MANY_RULES), cleanups);
-    const [floodgate, floodgateMany, floodgateNoCache, baseline] = await Promise.all([
+    const [floodgate, floodgateMany, floodgateNoCache, floodgateNoUsage, baseline] = await Promise.all([
       startFloodgate("floodgate", few.url, {}),
       startFloodgate(`floodgate, ${MANY_RULES.toLocaleString("en")} rules`, many.url, {}),
       startFloodgate("floodgate, over-limit cache off", few.url, { OVER_LIMIT_CACHE_SIZE: "0" }),
+      startFloodgate("floodgate, usage counting off", few.url, { USAGE_FLUSH_MS: "0" }),
       startBaseline(),
     ]);
-    const servers: Servers = { floodgate, floodgateMany, floodgateNoCache, baseline };
+    const servers: Servers = { floodgate, floodgateMany, floodgateNoCache, floodgateNoUsage, baseline };
     cleanups.push(() => Promise.all(Object.values(servers).map((s) => s.stop())));
 
     const floodgateBodies = CALLERS.map((c) => floodgateBody(TENANT, c));
@@ -137,6 +140,7 @@ async function main(): Promise<void> {
         http("single check", baseline, connections, CALLERS.map(baselineBody)),
       ]),
       http("single check", floodgateMany, 32, floodgateBodies),
+      http("single check", floodgateNoUsage, 32, floodgateBodies),
       http(`checkLimitsBatch of ${BATCH}`, floodgate, BATCH_CONNECTIONS, batches, BATCH),
       http("attack on one key over its limit", floodgate, 32, attack),
       http("attack on one key over its limit", floodgateNoCache, 32, attack),
@@ -341,7 +345,7 @@ function clientNote(runs: Map<ClientWorkload, ClientRunResult[]>): string {
 }
 
 function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: number): string {
-  const { floodgate, floodgateMany, floodgateNoCache, baseline } = servers;
+  const { floodgate, floodgateMany, floodgateNoCache, floodgateNoUsage, baseline } = servers;
   const find = (name: string, server: ServerProcess, connections: number) =>
     [...results].find(([s]) => s.name.startsWith(name) && s.server === server && s.connections === connections)![1];
   const fg32 = find("single", floodgate, 32);
@@ -349,6 +353,7 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
   const fg1 = find("single", floodgate, 1);
   const batch = find("checkLimitsBatch", floodgate, BATCH_CONNECTIONS);
   const many = find("single", floodgateMany, 32);
+  const noUsage = find("single", floodgateNoUsage, 32);
   const attack = find("attack", floodgate, 32);
   const attackNoCache = find("attack", floodgateNoCache, 32);
   const client = find(`client, ${CLIENT_CALLERS} concurrent callers`, floodgate, CLIENT_CALLERS);
@@ -370,6 +375,11 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
       `${MANY_RULES.toLocaleString("en")} rules: within 10% of ${FEW_RULES} rules`,
       ratio(many.decisionsPerSecond, fg32.decisionsPerSecond),
       verdict(many.decisionsPerSecond >= 0.9 * fg32.decisionsPerSecond),
+    ],
+    [
+      "usage counting on: within 5% of off (single check, 32 conns)",
+      `${ratio(fg32.decisionsPerSecond, noUsage.decisionsPerSecond)} decisions/s, CPU µs/decision ${fmt(fg32.cpuUsPerDecision, 1)} vs ${fmt(noUsage.cpuUsPerDecision, 1)}`,
+      verdict(fg32.decisionsPerSecond >= 0.95 * noUsage.decisionsPerSecond),
     ],
     [
       "attack on one key over its limit: >= 5x normal single checks",

@@ -44,6 +44,11 @@ import { connectAtStart, createRedisClient, createSubscriber, misconfiguration }
 import { KeyLayout } from "./store/redis/key-layout.js";
 import { RedisCounterStore } from "./store/redis/redis-counter-store.js";
 import { RedisEventBus } from "./store/redis/redis-event-bus.js";
+import { RedisUsageStore } from "./store/redis/redis-usage-store.js";
+import { MemoryUsageStore } from "./store/memory/memory-usage-store.js";
+import { UsageRecorder } from "./engine/usage/usage-recorder.js";
+import { UsageService } from "./engine/usage/usage-service.js";
+import type { Health } from "./domain/health.js";
 
 export interface App {
   url: string;
@@ -109,12 +114,30 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       known: knownKeys,
     });
     listenToEvents(core.events, { overLimit, keys, leases: core.leasing });
+    const { recorder, usage } = openUsage(settings, core, closers, logger);
+    const readiness = () => ({
+      ready: book.lastLoadedAt !== null,
+      rules: { count: book.size, source: sync.source, loadedAt: book.lastLoadedAt },
+      counters: { store: core.counters.description, breakers: core.resilient?.breakerStates() ?? {}, ...(core.regional ? { regions: core.regional.linkStates() } : {}) },
+    });
+    const health = async (): Promise<Health> => {
+      const breakers = Object.entries(core.resilient?.breakerStates() ?? {}).map(([shard, state]) => ({ shard, state }));
+      return {
+        degraded: breakers.some(({ state }) => state !== "closed"),
+        breakers,
+        rules: { source: sync.source, count: book.size, loadedAt: book.lastLoadedAt },
+        // Every live instance flushes once per interval; three intervals leave room for a slow one.
+        instances: recorder ? await usage.instancesSince(3 * settings.usageFlushMs).catch(() => null) : null,
+      };
+    };
     const services = {
       rules: core.rules,
-      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit }),
+      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit, usage: recorder }),
       keys,
       mutations: new MutationLimiter(core.counters, core.clock, settings.adminMutationsPerMinute),
       events: core.events,
+      usage,
+      health,
     };
     const server = await startHttpServer(
       {
@@ -134,11 +157,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         maxSocketsPerKey: settings.maxSocketsPerKey,
         apiKeyCacheMs: settings.apiKeyCacheMs,
         shutdownTimeoutMs: settings.shutdownTimeoutMs,
-        readiness: () => ({
-          ready: book.lastLoadedAt !== null,
-          rules: { count: book.size, source: sync.source, loadedAt: book.lastLoadedAt },
-          counters: { store: core.counters.description, breakers: core.resilient?.breakerStates() ?? {}, ...(core.regional ? { regions: core.regional.linkStates() } : {}) },
-        }),
+        readiness,
       },
       settings.port,
       settings.host,
@@ -161,6 +180,31 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     await closers.close();
     throw error;
   }
+}
+
+/**
+ * Usage over time (docs/dashboard.md#usage-data): counted by this instance
+ * unless USAGE_FLUSH_MS is 0, kept in Redis with it (every instance's counts
+ * summed) and in this process without, read by the usage service either way.
+ */
+function openUsage(
+  settings: Settings,
+  core: { redis: Redis | Cluster | null; clock: Clock; rules: RuleService },
+  closers: Closers,
+  logger: Logger,
+): { recorder: UsageRecorder | undefined; usage: UsageService } {
+  const store = core.redis === null ? new MemoryUsageStore() : new RedisUsageStore(core.redis, settings.redisKeyPrefix);
+  const usage = new UsageService(store, (principal, id) => core.rules.get(principal, id), core.clock);
+  if (settings.usageFlushMs === 0) return { recorder: undefined, usage };
+  const recorder = new UsageRecorder({
+    store,
+    clock: core.clock,
+    instanceId: randomUUID(),
+    flushMs: settings.usageFlushMs,
+    onFlushFailed: (error) => logger.debug({ err: error }, "usage counts could not be added to the store: that interval is missing from the charts"),
+  });
+  closers.add(() => recorder.close());
+  return { recorder, usage };
 }
 
 /**
@@ -203,7 +247,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   // PGlite has just chmodded its files open (see data-dir.ts).
   if (settings.dataDir !== null) removeForeignAccess(settings.dataDir);
 
-  const { store: counters, resilient, leasing, regional } = await openCounterStore(settings, clock, logger, telemetry);
+  const { store: counters, resilient, leasing, regional, redis } = await openCounterStore(settings, clock, logger, telemetry);
   closers.add(() => counters.close());
 
   const events = new CoalescingEventBus(await openEventBus(settings, logger), {
@@ -214,7 +258,7 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
 
   const repository = new PrismaRuleRepository(database.prisma);
   const rules = new RuleService(repository, book, counters, events, clock, settings.ruleLimits);
-  return { database, counters, resilient, leasing, regional, events, repository, rules, clock };
+  return { database, counters, resilient, leasing, regional, redis, events, repository, rules, clock };
 }
 
 async function migrate(database: Database, logger: Logger): Promise<void> {
@@ -227,8 +271,8 @@ async function openCounterStore(
   clock: Clock,
   logger: Logger,
   telemetry: Telemetry,
-): Promise<{ store: CounterStore; resilient: ResilientCounterStore | null; leasing?: LeasingCounterStore; regional?: RegionalCounterStore | null }> {
-  if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), resilient: null };
+): Promise<{ store: CounterStore; resilient: ResilientCounterStore | null; leasing?: LeasingCounterStore; regional?: RegionalCounterStore | null; redis: Redis | Cluster | null }> {
+  if (settings.redis === null) return { store: new MemoryCounterStore({ clock }), resilient: null, redis: null };
   // The largest batch's deadline: no command may outlive the longest any caller waits for it.
   const client = createRedisClient(settings.redis, settings.redisTimeoutMs * Math.ceil(MAX_BATCH / CHECKS_PER_TIMEOUT), settings.redisSecurity);
   watchConnection(client, "counters", logger);
@@ -255,9 +299,9 @@ async function openCounterStore(
     clock,
     telemetry,
   });
-  if (settings.leaseHotChecksPerSecond === 0) return { store, resilient: store, regional };
+  if (settings.leaseHotChecksPerSecond === 0) return { store, resilient: store, regional, redis: client };
   const leasing = new LeasingCounterStore({ inner: store, clock, hotChecksPerSecond: settings.leaseHotChecksPerSecond, leaseMs: settings.leaseMs, maxLeaseMs: settings.leaseMaxMs, telemetry });
-  return { store: leasing, resilient: store, leasing, regional };
+  return { store: leasing, resilient: store, leasing, regional, redis: client };
 }
 
 /**

@@ -10,6 +10,8 @@ import type { ApiKeyService } from "../engine/access/api-key-service.js";
 import type { Limiter } from "../engine/decision/limiter.js";
 import type { MutationLimiter } from "../engine/access/mutation-limiter.js";
 import type { RuleService } from "../engine/rules/rule-service.js";
+import type { UsageService } from "../engine/usage/usage-service.js";
+import type { Health } from "../domain/health.js";
 
 export interface Services {
   rules: RuleService;
@@ -17,6 +19,9 @@ export interface Services {
   keys: ApiKeyService;
   mutations: MutationLimiter;
   events: EventBus;
+  usage: UsageService;
+  /** The service's state as an operator should know it (the `health` query). */
+  health: () => Promise<Health>;
 }
 
 export interface ApiContext {

@@ -80,6 +80,8 @@ export interface Settings {
   maxSubscriptionsPerSocket: number;
   /** WebSockets one API key (or ADMIN_TOKEN) may hold open at once on one instance. */
   maxSocketsPerKey: number;
+  /** How often this instance adds its usage counts to the usage store (the dashboard's charts); 0: usage is not counted. */
+  usageFlushMs: number;
   /** Rules per tenant (MAX_RULES_PER_TENANT), and the largest import in rules (MAX_IMPORT_RULES) and bytes (MAX_IMPORT_BYTES). */
   ruleLimits: RuleLimits;
   /** A warning for each setting given under its former name, naming the new one: logged at start. */
@@ -190,6 +192,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     fastPathCacheBytes: integer(env, "FAST_PATH_CACHE_BYTES", 64 << 20, 1 << 20, 2 ** 40),
     maxSubscriptionsPerSocket: integer(env, "MAX_SUBSCRIPTIONS_PER_SOCKET", 50, 1, 100_000),
     maxSocketsPerKey: integer(env, "MAX_SOCKETS_PER_KEY", 20, 1, 1_000_000),
+    usageFlushMs: usageFlushMs(env),
     ruleLimits: {
       maxRulesPerTenant: integer(env, "MAX_RULES_PER_TENANT", DEFAULT_RULE_LIMITS.maxRulesPerTenant, 1, 1_000_000),
       maxImportRules: integer(env, "MAX_IMPORT_RULES", DEFAULT_RULE_LIMITS.maxImportRules, 1, 1_000_000),
@@ -352,6 +355,18 @@ function hostPorts(env: NodeJS.ProcessEnv, name: string): HostPort[] | null {
     }
     return { host: (match[1] ?? match[2])!, port };
   });
+}
+
+/** 0 turns usage counting off; anything else is an interval, not so short that a fleet's flushes would load Redis. */
+function usageFlushMs(env: NodeJS.ProcessEnv): number {
+  const raw = env.USAGE_FLUSH_MS;
+  if (raw === undefined || raw === "") return 5000;
+  const value = Number(raw);
+  if (value === 0) return 0;
+  if (!Number.isInteger(value) || value < 100 || value > 60_000) {
+    throw new SettingsError(`USAGE_FLUSH_MS must be 0 (usage not counted) or an integer from 100 to 60000 (got ${JSON.stringify(raw)})`);
+  }
+  return value;
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

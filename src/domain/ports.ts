@@ -8,6 +8,7 @@ import type { Principal, Role } from "./access.js";
 import type { EventListener, EventMap, EventTopic } from "./events.js";
 import type { ChangeOrigin, RuleRevision } from "./revision.js";
 import type { FailureMode, Rule, RuleSpec } from "./rule.js";
+import type { BucketUsage, UsageBatch, UsageCounts } from "./usage.js";
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -206,4 +207,21 @@ export interface EventBus {
   publish<K extends EventTopic>(topic: K, event: EventMap[K]): Promise<void>;
   subscribe<K extends EventTopic>(topic: K, listener: EventListener<K>): Unsubscribe;
   close(): Promise<void>;
+}
+
+/**
+ * Usage counts of every instance, per minute (see src/domain/usage.ts): each
+ * instance adds what it counted since its last batch, and reads see the sum.
+ * Reads name the request tenant whose traffic they sum, or null for every
+ * tenant's, so that a tenant never sees another's use of a "*" rule.
+ */
+export interface UsageStore {
+  /** Adds one instance's counts; minutes older than USAGE_RETENTION_MS before the batch are forgotten. */
+  add(batch: UsageBatch): Promise<void>;
+  /** The rule's counts in each of `minutes` (minute starts), in their order; zeros for a minute without any. */
+  ruleUsage(ruleId: string, tenantId: string | null, minutes: readonly number[]): Promise<UsageCounts[]>;
+  /** The buckets refused most over `minutes` (refusals summed), most first; at most `limit`. */
+  topBuckets(tenantId: string | null, minutes: readonly number[], limit: number): Promise<BucketUsage[]>;
+  /** How many instances added a batch at or after `sinceMs`. */
+  instancesSince(sinceMs: number): Promise<number>;
 }

@@ -19,6 +19,7 @@ import { graphqlEndpoint } from "./graphql-endpoint.js";
 import type { Logger } from "./logger.js";
 import { answerMalformedRequests } from "./malformed-requests.js";
 import { serveMetricsToAdmins } from "./metrics-endpoint.js";
+import { serveDashboard } from "./dashboard-endpoint.js";
 import { registerFastPathGauges } from "./metrics.js";
 import { router, type Endpoints } from "./routes.js";
 import { GracefulShutdown } from "./shutdown.js";
@@ -80,6 +81,7 @@ export async function startHttpServer(options: HttpServerOptions, port: number, 
       metrics: (req, res) => serveMetricsToAdmins(req, res, { registry: options.metrics, keys: services.keys, token: options.metricsToken ?? null }),
       graphiql: options.graphiql ? graphiql() : null,
       readiness: options.readiness,
+      dashboard: serveDashboard(),
     },
     logger,
   );

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { GRAPHIQL_ASSETS_PATH, type GraphiQL } from "./graphiql.js";
 import type { Logger } from "./logger.js";
 import { sendJson } from "./json-response.js";
+import { isDashboardPath } from "./dashboard-endpoint.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -12,11 +13,13 @@ export interface Endpoints {
   metrics: Handler;
   /** GraphiQL's page (GET /graphql from a browser) and its assets (GET /graphiql/…); null: GRAPHIQL is off. */
   graphiql: GraphiQL | null;
+  /** GET /dashboard and its files (dashboard-endpoint.ts). */
+  dashboard: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
   /** GET /readyz: its body, and whether it answers 200 or 503. */
   readiness: () => { ready: boolean; [detail: string]: unknown };
 }
 
-const PATHS = ["/graphql", "/healthz", "/readyz", "/metrics"];
+const PATHS = ["/graphql", "/healthz", "/readyz", "/metrics", "/dashboard"];
 
 /** Every request to its endpoint; one that fails unexpectedly is logged and answered 500 (or cut off, if its answer had begun). */
 export function router(endpoints: Endpoints, logger: Logger): (req: IncomingMessage, res: ServerResponse) => void {
@@ -28,6 +31,7 @@ export function router(endpoints: Endpoints, logger: Logger): (req: IncomingMess
     if (graphiql !== null && path.startsWith(GRAPHIQL_ASSETS_PATH) && req.method === "GET" && graphiql.asset(path, res)) return;
     if (path === "/healthz" && req.method === "GET") return sendJson(res, 200, { status: "ok" });
     if (path === "/metrics" && req.method === "GET") return endpoints.metrics(req, res);
+    if (isDashboardPath(path)) return endpoints.dashboard(req, res, path);
     if (path === "/readyz" && req.method === "GET") {
       const readiness = endpoints.readiness();
       return sendJson(res, readiness.ready ? 200 : 503, readiness);

@@ -21,6 +21,7 @@ import {
   CheckLimitsDocument,
   CreateApiKeyDocument,
   CreateRuleDocument,
+  HealthDocument,
   ListRulesDocument,
   RevokeApiKeyDocument,
   ThrottleEventsDocument,
@@ -107,6 +108,8 @@ describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => 
     await proxy.stop();
     const { app, client } = await start();
     expect(await readiness(app)).toMatchObject({ ready: true, rules: { source: "snapshot" } });
+    // What the dashboard's banner shows.
+    expect((await client.data(HealthDocument, {})).health.rules.source).toBe("snapshot");
     const decisions = [];
     for (let i = 0; i < 2; i++) decisions.push((await client.data(CheckLimitsDocument, { request: { tenantId, userId: "u1" } })).checkLimits.allowed);
     expect(decisions).toEqual([true, false]);

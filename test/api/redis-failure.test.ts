@@ -8,7 +8,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
-import { CheckLimitsDocument, CreateRuleDocument, ResetLimitDocument } from "../generated/graphql.js";
+import { CheckLimitsDocument, CreateRuleDocument, HealthDocument, ResetLimitDocument, TopBucketsDocument } from "../generated/graphql.js";
 import { testAdminToken } from "../harness/in-process-app.js";
 import { GraphQLClient } from "../harness/graphql-client.js";
 import { startOwnRedis, type OwnRedis } from "../harness/redis-server.js";
@@ -70,6 +70,14 @@ describe("when Redis dies under the service", () => {
     const reset = await client.request(ResetLimitDocument, { ruleId: ruleIds.OPEN!, key: "user:u1" });
     expect(reset.errors?.[0]?.extensions?.code).toBe("SERVICE_UNAVAILABLE");
 
+    // What the dashboard's banner shows: the breaker is open, decisions are degraded.
+    const { health: down } = await client.data(HealthDocument, {});
+    expect(down.degraded).toBe(true);
+    expect(down.breakers.map((b) => b.state)).not.toContain("closed");
+    expect(down.instances).toBeNull();
+    const usage = await client.request(TopBucketsDocument, { tenantId: "t-OPEN" });
+    expect(usage.errors?.[0]).toMatchObject({ message: "usage cannot be read now: the counter store is unreachable", extensions: { code: "SERVICE_UNAVAILABLE" } });
+
     await redis.restart();
     let back = await check("CLOSED", "u-back");
     for (let i = 0; i < 60 && back.degraded; i++) {
@@ -77,5 +85,7 @@ describe("when Redis dies under the service", () => {
       back = await check("CLOSED", "u-back");
     }
     expect(back).toMatchObject({ allowed: true, degraded: false });
+    const { health: up } = await client.data(HealthDocument, {});
+    expect(up).toMatchObject({ degraded: false, breakers: [{ state: "closed" }] });
   });
 });

@@ -71,6 +71,7 @@ const ERRORS: [string, Record<string, string>, string][] = [
   ["API_KEY_CACHE_MS", { API_KEY_CACHE_MS: "-1" }, 'API_KEY_CACHE_MS must be an integer from 0 to 600000 (got "-1")'],
   ["ADMIN_MUTATIONS_PER_MINUTE", { ADMIN_MUTATIONS_PER_MINUTE: "0" }, 'ADMIN_MUTATIONS_PER_MINUTE must be an integer from 1 to 1000000 (got "0")'],
   ["EVENT_INTERVAL_MS", { EVENT_INTERVAL_MS: "9" }, 'EVENT_INTERVAL_MS must be an integer from 10 to 60000 (got "9")'],
+  ["USAGE_FLUSH_MS", { USAGE_FLUSH_MS: "99" }, 'USAGE_FLUSH_MS must be 0 (usage not counted) or an integer from 100 to 60000 (got "99")'],
   ["EVENT_MAX_KEYS", { EVENT_MAX_KEYS: "0" }, 'EVENT_MAX_KEYS must be an integer from 1 to 1000000 (got "0")'],
   ["INTROSPECTION", { INTROSPECTION: "sometimes" }, 'INTROSPECTION must be true or false (got "sometimes")'],
   ["GRAPHIQL", { GRAPHIQL: "sometimes" }, 'GRAPHIQL must be true or false (got "sometimes")'],

@@ -76,6 +76,7 @@ function cases(ids: { rule: string; key: string }): Case[] {
     if (named.name === "String") return arg.name === "tenantId" ? TENANT : arg.name === "yaml" ? "rules: []" : "user:u1";
     if (named.name === "Int") return 1;
     if (named.name === "Boolean") return true;
+    if (named.name === "DateTime") return new Date().toISOString();
     if (isEnumType(named)) return named.getValues()[0]!.name;
     throw new Error(`no example value for ${named.name}: add one`);
   };

@@ -31,6 +31,7 @@ import {
   CreateRuleDocument,
   DeleteRuleDocument,
   GetRuleDocument,
+  HealthDocument,
   ExportRulesDocument,
   ImportRulesDocument,
   InvalidationsDocument,
@@ -40,9 +41,11 @@ import {
   ResetLimitDocument,
   RollbackRuleDocument,
   RuleHistoryDocument,
+  RuleUsageDocument,
   RevokeApiKeyDocument,
   RuleChangesDocument,
   ThrottleEventsDocument,
+  TopBucketsDocument,
   UpdateRuleDocument,
   type AdminSnapshotQuery,
   type CheckLimitsInput,
@@ -216,6 +219,22 @@ const MATRIX = {
     other: /*                   */ row(ok, NF, NF, NF, U),
     global: /*                  */ row(ok, F, NF, F, U),
     unknown: /*                 */ row(NF, NF, NF, NF, U),
+  },
+  // Usage is watched like events: a CHECKER may not, whatever the rule (one answer for every id, so none is told apart).
+  ruleUsage: {
+    own: /*                     */ row(ok, ok, F, ok, U),
+    other: /*                   */ row(ok, NF, F, NF, U),
+    global: /*                  */ row(ok, ok, F, ok, U),
+    unknown: /*                 */ row(NF, NF, F, NF, U),
+  },
+  topBuckets: {
+    own: /*                     */ row(ok, ok, F, ok, U),
+    other: /*                   */ row(ok, F, F, F, U),
+    global: /*                  */ row(ok, F, F, F, U),
+    omitted: /*                 */ row(ok, ok, F, ok, U),
+  },
+  health: {
+    omitted: /*                 */ row(ok, ok, ok, ok, U),
   },
 } satisfies Record<string, Partial<Record<Target, Record<Who, Outcome>>>>;
 
@@ -646,6 +665,40 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
         allowed: (revisions, id, before) => {
           expect(revisions.length).toBeGreaterThan(0);
           expect(revisions.map((r) => [r.ruleId, r.tenantId])).toEqual(revisions.map(() => [id, tenantOf(cell)]));
+          return before;
+        },
+      }),
+
+    ruleUsage: (cell) =>
+      runHttpCell(cell, {
+        prepare: () => ruleIdFor(cell, false),
+        send: (client, ruleId) => client.request(RuleUsageDocument, { ruleId }),
+        pick: (data) => data.ruleUsage,
+        allowed: (points, _id, before) => {
+          expect(points.length).toBeGreaterThan(0);
+          return before;
+        },
+      }),
+
+    topBuckets: (cell) =>
+      runHttpCell(cell, {
+        prepare: async () => undefined,
+        send: (client) => client.request(TopBucketsDocument, cell.target === "omitted" ? {} : { tenantId: tenantOf(cell) }),
+        pick: (data) => data.topBuckets,
+        allowed: (buckets, _p, before) => {
+          if (cell.target === "omitted" && cell.who === "ADMIN") return before;
+          for (const bucket of buckets) expect(bucket.tenantId).toBe(tenantOf(cell));
+          return before;
+        },
+      }),
+
+    health: (cell) =>
+      runHttpCell(cell, {
+        prepare: async () => undefined,
+        send: (client) => client.request(HealthDocument, {}),
+        pick: (data) => data.health,
+        allowed: (health, _p, before) => {
+          expect(health.rules.source).toBe("database");
           return before;
         },
       }),

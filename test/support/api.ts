@@ -22,14 +22,14 @@ export interface Suite {
   client: GraphQLClient;
 }
 
-/** Defines the suite once per storage (the real one only when it is reachable), each against an app of its own. */
-export async function describeOnEachStorage(title: string, cases: (suite: Suite) => void): Promise<void> {
+/** Defines the suite once per storage (the real one only when it is reachable), each against an app of its own, started with `env` over the test defaults. */
+export async function describeOnEachStorage(title: string, cases: (suite: Suite) => void, env: Record<string, string> = {}): Promise<void> {
   const realAvailable = await realStorageAvailable();
   for (const storage of STORAGES) {
     describe.runIf(storage === "embedded" || realAvailable)(`${title} (${storage})`, () => {
       const suite = {} as Suite;
       beforeAll(async () => {
-        suite.t = await startTestApp(storage);
+        suite.t = await startTestApp(storage, env);
         suite.client = suite.t.client;
       });
       afterAll(async () => {

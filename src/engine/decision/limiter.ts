@@ -26,11 +26,14 @@ import { moreQuotaInMs, rateLimitHeaders, secondsUntil, type ServiceLimit } from
 import type { CachedRefusal, OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
 import { noTelemetry, type Telemetry } from "../../domain/telemetry.js";
+import type { UsageRecorder } from "../usage/usage-recorder.js";
 
 export interface LimiterOptions {
   telemetry?: Telemetry;
   /** Absent: every request goes to the store. */
   overLimit?: OverLimitCache;
+  /** Counts every rule's verdicts for the usage charts; absent: not counted. */
+  usage?: UsageRecorder;
 }
 
 interface Applicable {
@@ -129,7 +132,10 @@ export class Limiter {
         );
         decision = this.decision(plan.applicable, readings, { allowed: reply.allowed, degraded, decidedAtMs: reply.nowMs, source: "COUNTER_STORE" });
       }
-      if (!request.dryRun) this.publishEvents(request, decision);
+      if (!request.dryRun) {
+        this.publishEvents(request, decision);
+        this.countUsage(request, decision);
+      }
       this.report(decision);
       return decision;
     });
@@ -145,6 +151,21 @@ export class Limiter {
     for (const { rule, allowed } of decision.results) {
       const outcome = decision.degraded ? "degraded" : allowed ? "allowed" : rule.action === "LOG_ONLY" ? "shadow" : "denied";
       this.telemetry.ruleDecided(rule.tenantId, rule.id, outcome);
+    }
+  }
+
+  /**
+   * Each rule's own verdict: a rule that conformed counts as allowed even when
+   * another rule refused the request. A rule the over-limit cache did not
+   * consult (another rule refused first, from memory) has no verdict and
+   * counts nothing.
+   */
+  private countUsage(request: CheckRequest, decision: Decision): void {
+    const usage = this.options.usage;
+    if (!usage) return;
+    const atMs = decision.decidedAt.getTime();
+    for (const { rule, key, allowed, consulted } of decision.results) {
+      if (consulted) usage.count(request.tenantId, rule.id, key, allowed ? "allowed" : rule.action === "LOG_ONLY" ? "shadowRefused" : "refused", atMs);
     }
   }
 
