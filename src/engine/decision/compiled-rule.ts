@@ -5,6 +5,7 @@
  */
 
 import { limitParamsOf, type LimitParams } from "../../domain/algorithms/index.js";
+import { compileConditions, type AttributeTest } from "../../domain/attributes.js";
 import { compileBucketKey, type BucketKeyOf } from "../../domain/bucket-key.js";
 import { compileGlob, type CompiledGlob } from "../../domain/glob.js";
 import { windowSecondsOf, type Rule } from "../../domain/rule.js";
@@ -12,6 +13,8 @@ import { windowSecondsOf, type Rule } from "../../domain/rule.js";
 export interface CompiledRule {
   readonly rule: Rule;
   readonly glob: CompiledGlob | null;
+  /** The rule's `when`; null when it has none and applies whatever the attributes. */
+  readonly when: AttributeTest | null;
   readonly keyOf: BucketKeyOf;
   readonly params: LimitParams;
   readonly windowSeconds: number;
@@ -28,6 +31,7 @@ export function compileRule(rule: Rule): CompiledRule {
   return {
     rule,
     glob: rule.resource === null ? null : compileGlob(rule.resource),
+    when: compileConditions(rule.when),
     keyOf: compileBucketKey(rule),
     params,
     windowSeconds,
