@@ -47,6 +47,11 @@ const VALUES: Record<Dimension, ValueOf> = {
   ENDPOINT: (r) => (r.resource === null ? null : `${r.method ?? "ANY"} ${r.resource}`),
 };
 
+/** The request's value of one of a rule's targets (what an override names), unescaped; null when it has none. */
+export function targetValue(target: { dimension: Dimension | null; attributeKey: string | null }, request: CheckRequest): string | null {
+  return target.dimension !== null ? VALUES[target.dimension](request) : (request.attributes.get(target.attributeKey!) ?? null);
+}
+
 /** Builds the bucket key of a request for one rule, or null when the request lacks a dimension the rule is keyed by. */
 export type BucketKeyOf = (request: CheckRequest) => string | null;
 

@@ -69,7 +69,7 @@ function identifier(value: string | null | undefined, field: string, max: number
   return value;
 }
 
-function ipAddress(value: string | null | undefined, field: string): string | null {
+export function ipAddress(value: string | null | undefined, field: string): string | null {
   const raw = identifier(value, field, LENGTHS.ip);
   if (raw === null) return null;
   const version = isIP(raw);

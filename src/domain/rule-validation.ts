@@ -118,11 +118,12 @@ function checkRuleSpec(input: RuleInput, prefix: string): Checked<RuleSpec> {
     enabled: collect(() => bool(input.enabled, f("enabled"))),
   };
   // The checks across fields need every field they read to be valid.
-  if (errors.length === 0) collect(() => checkAcrossFields(spec, f));
+  if (errors.length === 0) collect(() => validateAcrossFields(spec, f));
   return errors.length === 0 ? { ok: true, value: spec } : { ok: false, errors };
 }
 
-function checkAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) => string): void {
+/** The checks across limit, burst, window and algorithm; overrides meet them too, on the rule as they make it. */
+export function validateAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) => string): void {
   const seconds = windowSecondsOf(spec.window, spec.windowUnit);
   if (seconds > RULE_BOUNDS.maxWindowSeconds) {
     throw new ValidationError(f("window"), `must be at most 366 days (got ${spec.window} ${spec.windowUnit.toLowerCase()})`);

@@ -8,6 +8,7 @@ import { limitParamsOf, type LimitParams } from "../../domain/algorithms/index.j
 import { compileConditions, type AttributeTest } from "../../domain/attributes.js";
 import { compileBucketKey, type BucketKeyOf } from "../../domain/bucket-key.js";
 import { compileGlob, type CompiledGlob } from "../../domain/glob.js";
+import { keyedTargets, type OverrideTarget } from "../../domain/override.js";
 import { windowSecondsOf, type Rule } from "../../domain/rule.js";
 
 export interface CompiledRule {
@@ -16,6 +17,8 @@ export interface CompiledRule {
   /** The rule's `when`; null when it has none and applies whatever the attributes. */
   readonly when: AttributeTest | null;
   readonly keyOf: BucketKeyOf;
+  /** What an override of the rule can name, in the bucket key's order. */
+  readonly targets: readonly OverrideTarget[];
   readonly params: LimitParams;
   readonly windowSeconds: number;
   /** The rule's name as a structured-field string, for RateLimit-Policy and RateLimit. */
@@ -33,11 +36,17 @@ export function compileRule(rule: Rule): CompiledRule {
     glob: rule.resource === null ? null : compileGlob(rule.resource),
     when: compileConditions(rule.when),
     keyOf: compileBucketKey(rule),
+    targets: keyedTargets(rule),
     params,
     windowSeconds,
     policyName,
-    policyItem: `${policyName};q=${params.capacity};w=${windowSeconds}`,
+    policyItem: policyItemOf(policyName, params),
   };
+}
+
+/** A bucket's item of the RateLimit-Policy header: its rule's, or its override's when one applies. */
+export function policyItemOf(policyName: string, params: LimitParams): string {
+  return `${policyName};q=${params.capacity};w=${params.windowMs / 1000}`;
 }
 
 /**
