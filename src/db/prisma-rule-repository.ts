@@ -19,7 +19,7 @@ import type { Override, OverrideSpec } from "../domain/override.js";
 import { creationsByTenant, type OverrideWrite, type RuleRepository, type RuleWrite } from "../domain/ports.js";
 import { UNKNOWN_ORIGIN, type ChangeOrigin, type RuleRevision } from "../domain/revision.js";
 import type { AttributeCondition } from "../domain/attributes.js";
-import type { Dimension, HttpMethod, Rule, RuleSpec } from "../domain/rule.js";
+import { withLaterFields, type Dimension, type HttpMethod, type Rule, type RuleSpec } from "../domain/rule.js";
 import { Prisma, type PrismaClient, type Rule as RuleRow, type RuleOverride as OverrideRow, type RuleRevision as RevisionRow } from "./generated/client.js";
 import { unavailable } from "./unavailable.js";
 
@@ -319,8 +319,7 @@ function snapshot(rule: Rule | null): Prisma.InputJsonObject | typeof Prisma.DbN
 function fromSnapshot(json: Prisma.JsonValue): Rule | null {
   if (json === null) return null;
   const rule = json as unknown as Rule & { createdAt: string; updatedAt: string };
-  // Revisions written before rules had a reach or attributes hold REGIONAL rules without attributes, as every rule was.
-  return { ...rule, reach: rule.reach ?? "REGIONAL", attributeKeys: rule.attributeKeys ?? [], when: rule.when ?? [], createdAt: new Date(rule.createdAt), updatedAt: new Date(rule.updatedAt) };
+  return withLaterFields({ ...rule, createdAt: new Date(rule.createdAt), updatedAt: new Date(rule.updatedAt) });
 }
 
 function toRevision(row: RevisionRow): RuleRevision {

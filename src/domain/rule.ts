@@ -91,6 +91,15 @@ export const RULE_DEFAULTS = {
   enabled: true,
 } satisfies Partial<RuleSpec>;
 
+/**
+ * A rule as an older version of the service wrote it (a snapshot file, a
+ * rule change from an instance not yet upgraded, an old revision): the
+ * fields added since at the values every rule had before them.
+ */
+export function withLaterFields<T extends Rule>(rule: T): T {
+  return { ...rule, reach: rule.reach ?? "REGIONAL", attributeKeys: rule.attributeKeys ?? [], when: rule.when ?? [] };
+}
+
 /** The capacity of a bucket: `burst` where the algorithm has one, else `limit`. */
 export function capacityOf(rule: Pick<RuleSpec, "algorithm" | "limit" | "burst">): number {
   return usesBurst(rule.algorithm) ? (rule.burst ?? rule.limit) : rule.limit;

@@ -12,7 +12,7 @@ import { targetValue } from "../../domain/bucket-key.js";
 import type { RuleChange } from "../../domain/events.js";
 import type { Override } from "../../domain/override.js";
 import type { CheckRequest } from "../../domain/request.js";
-import type { Rule } from "../../domain/rule.js";
+import { withLaterFields, type Rule } from "../../domain/rule.js";
 import { compileRule, type CompiledRule } from "./compiled-rule.js";
 import { RuleOverrides } from "./override-index.js";
 import { RuleIndex } from "./rule-index.js";
@@ -48,7 +48,7 @@ export class RuleBook {
     for (const rule of rules) {
       if ((this.deleted.get(rule.id) ?? 0) >= rule.version) continue;
       const known = this.rules.get(rule.id);
-      fresh.set(rule.id, known && known.rule.version >= rule.version ? known : compileRule(rule));
+      fresh.set(rule.id, known && known.rule.version >= rule.version ? known : compileRule(withLaterFields(rule)));
     }
     for (const [id, compiled] of this.rules) {
       if (!fresh.has(id) && (this.appliedAt.get(id) ?? 0) > since) fresh.set(id, compiled);
@@ -108,7 +108,7 @@ export class RuleBook {
       for (const override of this.overrides.get(change.ruleId)?.values() ?? []) this.overrideRules.delete(override.id);
       this.overrides.delete(change.ruleId);
     } else {
-      this.rules.set(change.ruleId, compileRule(change.rule!));
+      this.rules.set(change.ruleId, compileRule(withLaterFields(change.rule!)));
     }
     this.appliedAt.set(change.ruleId, ++this.changes);
     this.reindex();
