@@ -151,11 +151,6 @@ export class RuleBook {
     return byRule.find(compiled.rule, compiled.targets, (target) => targetValue(target, request), nowMs);
   }
 
-  /** The rule's overrides as this instance holds them (live or not yet swept). */
-  overridesOf(ruleId: string): Override[] {
-    return [...(this.overrides.get(ruleId)?.values() ?? [])];
-  }
-
   match(...args: Parameters<RuleIndex["match"]>): CompiledRule[] {
     return this.index.match(...args);
   }
