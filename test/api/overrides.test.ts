@@ -185,6 +185,26 @@ ${overrides}`;
     ]);
   });
 
+  it("on a \"*\" rule names a tenant, set by an ADMIN only; a dry run sees it and counts nothing; a LOG_ONLY rule's override only changes what it reports", async () => {
+    const tenantId = newTenant();
+    const rule = await createRule(suite.client, { tenantId: "*", name: `every tenant ${tenantId}`, scope: ["TENANT"], resource: `/${tenantId}`, limit: 1, window: 1, windowUnit: "HOURS", action: "LOG_ONLY" });
+    await setOverride({ ruleId: rule.id, dimension: "TENANT", identifier: tenantId, limit: 2 });
+    const request = { tenantId, resource: `/${tenantId}` };
+    expect((await decide({ ...request, dryRun: true })).results[0]).toMatchObject({ key: `tenant:${tenantId}`, limit: 2 });
+    expect((await decide({ ...request, dryRun: true })).results[0]).toMatchObject({ limit: 2 });
+    const counted = [await decide(request), await decide(request), await decide(request)];
+    // Shadow mode: every request goes through; the dry runs counted nothing, and the override's limit of 2 is what is spent.
+    expect(counted.map((d) => d.allowed)).toEqual([true, true, true]);
+    expect(counted.map((d) => [d.limit, d.remaining])).toEqual([
+      [2, 1],
+      [2, 0],
+      [2, 0],
+    ]);
+    const { secret } = (await suite.client.data(CreateApiKeyDocument, { input: { tenantId, role: "TENANT_ADMIN", name: "own" } })).createApiKey;
+    const tenantAdmin = new GraphQLClient(suite.t.app.url, secret);
+    expectCode((await tenantAdmin.request(SetOverrideDocument, { input: { ruleId: rule.id, dimension: "TENANT", identifier: tenantId, limit: 100 } })).errors, "FORBIDDEN");
+  });
+
   it("hides another tenant's rules and overrides: NOT_FOUND, as for ids that do not exist", async () => {
     const { rule } = await perCustomer(1);
     const override = await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "c1", limit: 5 });
