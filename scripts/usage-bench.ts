@@ -19,13 +19,14 @@ import { RuleBook } from "../src/engine/decision/rule-book.js";
 import { UsageRecorder } from "../src/engine/usage/usage-recorder.js";
 import { MemoryCounterStore } from "../src/store/memory/memory-counter-store.js";
 import { MemoryUsageStore } from "../src/store/memory/memory-usage-store.js";
+import { NO_ATTRIBUTES } from "../src/domain/attributes.js";
 import { CALLERS, TENANT, ruleSet } from "./bench/workload.js";
 
 const ROUNDS = Number(process.env.USAGE_BENCH_ROUNDS ?? 7);
 const CHECKS = Number(process.env.USAGE_BENCH_CHECKS ?? 200_000);
 const ADMIN: Principal = { keyId: "bench", tenantId: "*", role: "ADMIN" };
 
-const requests: CheckRequest[] = CALLERS.map((c) => ({ tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false }));
+const requests: CheckRequest[] = CALLERS.map((c) => ({ tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, attributes: NO_ATTRIBUTES, cost: 1, dryRun: false }));
 
 function limiter(usage: UsageRecorder | undefined): Limiter {
   const book = new RuleBook();

@@ -9,6 +9,7 @@ import type { DatabaseTarget } from "../../src/db/database.js";
 import { openDatabase, type Database } from "../../src/db/database.js";
 import { PrismaRuleRepository } from "../../src/db/prisma-rule-repository.js";
 import { ConflictError, RuleQuotaError } from "../../src/domain/errors.js";
+import type { OverrideSpec } from "../../src/domain/override.js";
 import { DIMENSIONS, type Dimension, type RuleSpec } from "../../src/domain/rule.js";
 import { freshPostgresDatabases, repositoryOnManualClock } from "../support/databases.js";
 import { makeNonDefaultRuleSpec } from "../support/domain-factory.js";
@@ -34,6 +35,8 @@ const CHANGED: RuleSpec = {
   action: "THROTTLE",
   failureMode: "CLOSED",
   reach: "GLOBAL",
+  attributeKeys: ["customer"],
+  when: [{ key: "plan", values: ["pro"] }],
   priority: -1,
   enabled: true,
 };
@@ -145,6 +148,64 @@ function ruleRepositoryCases(target: () => Promise<DatabaseTarget>): void {
       expect(winners).toHaveLength(1);
       expect(winners[0]!.version).toBe(2);
       expect(await subject.repo.get("r1")).toEqual(winners[0]);
+    });
+  });
+
+  describe("overrides", () => {
+    const override = (fields: Partial<OverrideSpec> = {}): OverrideSpec => ({
+      ruleId: "r1",
+      dimension: "USER",
+      attributeKey: null,
+      match: "EXACT",
+      identifier: "alice",
+      limit: 50,
+      burst: 60,
+      window: 2,
+      windowUnit: "MINUTES",
+      expiresAt: new Date(T0 + 60_000),
+      note: "why",
+      ...fields,
+    });
+
+    it("writes every field, takes the rule to its next version, and reads back what it wrote", async () => {
+      await subject.repo.create("r1", spec());
+      const written = await subject.repo.setOverride("o1", override(), { actor: "key-1", note: null });
+      expect(written).toEqual({
+        rule: { id: "r1", ...spec(), version: 2, createdAt: new Date(T0), updatedAt: new Date(T0) },
+        override: { id: "o1", tenantId: "acme", ...override(), version: 2, actor: "key-1", createdAt: new Date(T0), updatedAt: new Date(T0) },
+      });
+      expect(await subject.repo.getOverride("o1")).toEqual(written!.override);
+      expect(await subject.repo.listOverrides()).toEqual([written!.override]);
+    });
+
+    it("replaces the override of the same target, match and identifier, keeping its id", async () => {
+      await subject.repo.create("r1", spec());
+      await subject.repo.setOverride("o1", override());
+      subject.clock.advance(1000);
+      const again = await subject.repo.setOverride("o2", override({ limit: 7, attributeKey: null }));
+      expect(again!.override).toMatchObject({ id: "o1", limit: 7, version: 3, createdAt: new Date(T0), updatedAt: new Date(T0 + 1000) });
+      expect(await subject.repo.pageOverrides("r1", 10, null)).toHaveLength(1);
+    });
+
+    it("lists only overrides not yet expired, and pages a rule's by id", async () => {
+      await subject.repo.create("r1", spec());
+      await subject.repo.setOverride("o1", override({ identifier: "a", expiresAt: new Date(T0 + 1000) }));
+      await subject.repo.setOverride("o2", override({ identifier: "b", expiresAt: null }));
+      subject.clock.advance(1000);
+      expect((await subject.repo.listOverrides()).map((o) => o.id)).toEqual(["o2"]);
+      expect((await subject.repo.pageOverrides("r1", 1, null)).map((o) => o.id)).toEqual(["o1"]);
+      expect((await subject.repo.pageOverrides("r1", 1, "o1")).map((o) => o.id)).toEqual(["o2"]);
+    });
+
+    it("deletes one, taking the rule to its next version, and goes with its rule when the rule is deleted", async () => {
+      await subject.repo.create("r1", spec());
+      await subject.repo.setOverride("o1", override({ identifier: "a" }));
+      await subject.repo.setOverride("o2", override({ identifier: "b" }));
+      expect(await subject.repo.deleteOverride("o1")).toMatchObject({ rule: { version: 4 }, override: { id: "o1", version: 4 } });
+      expect(await subject.repo.deleteOverride("o1")).toBeNull();
+      await subject.repo.delete("r1");
+      expect(await subject.repo.getOverride("o2")).toBeNull();
+      expect(await subject.repo.setOverride("o3", override())).toBeNull();
     });
   });
 

@@ -1,7 +1,9 @@
 import { Field, InputType, Int, ObjectType } from "type-graphql";
 import type { DecisionSource } from "../../domain/decision.js";
 import type { Action } from "../../domain/rule.js";
+import { AttributeInput } from "./attribute.type.js";
 import { ActionEnum, DecisionSourceEnum } from "./enums.js";
+import { OverrideType } from "./override.type.js";
 import { RuleType } from "./rule.type.js";
 
 @InputType()
@@ -38,6 +40,12 @@ export class CheckLimitsInput {
 
   @Field(() => Boolean, { nullable: true, defaultValue: false, description: "Evaluate without consuming anything." })
   dryRun?: boolean | null;
+
+  @Field(() => [AttributeInput], {
+    nullable: true,
+    description: "Business attributes (plan, region, route group...): rules may be keyed by them (attributeKeys) and apply only to some of their values (when). At most 16, each key once.",
+  })
+  attributes?: AttributeInput[] | null;
 }
 
 @ObjectType("HttpHeader", { simpleResolvers: true })
@@ -56,6 +64,9 @@ export class RuleResultType {
 
   @Field(() => String, { description: 'The bucket this request counted against, e.g. "user:u42".' })
   key!: string;
+
+  @Field(() => OverrideType, { nullable: true, description: "The override that gave this bucket its limit (limit, remaining and the headers are then the override's); null: the rule's own." })
+  override!: OverrideType | null;
 
   @Field(() => Boolean)
   allowed!: boolean;

@@ -50,8 +50,8 @@ export interface HeaderInput {
   retryAfter: number | null;
   /** The X-RateLimit-* fields' rule: the most restrictive enforcing result that was read; null: none (no headers at all). */
   deciding: RuleResult | null;
-  /** Every enforcing rule that applies with its bucket's key, in the rule book's order: one RateLimit-Policy item each. */
-  policies: readonly { compiled: CompiledRule; key: string }[];
+  /** Every enforcing rule that applies, in the rule book's order: its bucket's key and RateLimit-Policy item (an override's, where one applies). */
+  policies: readonly { policyItem: string; key: string }[];
   /** The service limits of the enforcing rules whose buckets were read, most restrictive first: one RateLimit item each. */
   limits: readonly ServiceLimit[];
 }
@@ -72,7 +72,7 @@ export function rateLimitHeaders({ allowed, retryAfter, deciding, policies, limi
     return known;
   };
   if (policies.length > 0) {
-    headers.push({ name: "RateLimit-Policy", value: policies.map(({ compiled, key }) => `${compiled.policyItem};pk=${pk(key)}`).join(", ") });
+    headers.push({ name: "RateLimit-Policy", value: policies.map(({ policyItem, key }) => `${policyItem};pk=${pk(key)}`).join(", ") });
   }
   if (limits.length > 0) {
     const items = limits.map(({ compiled, key, remaining, resetSeconds }) => `${compiled.policyName};r=${remaining}${resetSeconds === null ? "" : `;t=${resetSeconds}`};pk=${pk(key)}`);

@@ -15,13 +15,14 @@
  */
 
 import { authorize, type Principal } from "../../domain/access.js";
-import type { BucketOutcome } from "../../domain/algorithms/index.js";
+import type { BucketOutcome, LimitParams } from "../../domain/algorithms/index.js";
+import type { Override } from "../../domain/override.js";
 import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../../domain/decision.js";
 import type { LimitEvent } from "../../domain/events.js";
 import { rank, type Rankable } from "../../domain/most-restrictive.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../../domain/ports.js";
 import type { CheckRequest } from "../../domain/request.js";
-import type { CompiledRule } from "./compiled-rule.js";
+import { policyItemOf, type CompiledRule } from "./compiled-rule.js";
 import { moreQuotaInMs, rateLimitHeaders, secondsUntil, type ServiceLimit } from "./headers.js";
 import type { CachedRefusal, OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
@@ -39,6 +40,9 @@ export interface LimiterOptions {
 interface Applicable {
   compiled: CompiledRule;
   key: string;
+  /** The rule's, or the override's that applies to this bucket. */
+  params: LimitParams;
+  override: Override | null;
 }
 
 interface Ranked extends Rankable {
@@ -105,10 +109,10 @@ export class Limiter {
     const sentAtMs = this.clock.now();
     const calls: CounterCall[] = [];
     const plans = requests.map((request): Plan => {
-      const applicable = this.applicable(request);
+      const applicable = this.applicable(request, sentAtMs);
       if (applicable.length === 0) return { kind: "no-rule" };
       const buckets = applicable.map(
-        ({ compiled, key }): BucketRef => ({ ruleId: compiled.rule.id, key, params: compiled.params, failureMode: compiled.rule.failureMode }),
+        ({ compiled, key, params }): BucketRef => ({ ruleId: compiled.rule.id, key, params, failureMode: compiled.rule.failureMode }),
       );
       const readings = request.dryRun ? null : this.refusedLocally(buckets, request.cost, sentAtMs);
       if (readings !== null) return { kind: "refused-locally", applicable, readings, decidedAtMs: sentAtMs };
@@ -188,17 +192,19 @@ export class Limiter {
     if (cache) reply.outcomes.forEach((outcome, i) => cache.remember(call.buckets[i]!, call.cost, outcome, sentAtMs, reply.nowMs));
   }
 
-  private applicable(request: CheckRequest): Applicable[] {
+  private applicable(request: CheckRequest, nowMs: number): Applicable[] {
     const applicable: Applicable[] = [];
     for (const compiled of this.rules.match(request)) {
       const key = compiled.keyOf(request);
-      if (key !== null) applicable.push({ compiled, key });
+      if (key === null) continue;
+      const overridden = this.rules.overrideFor(compiled, request, nowMs);
+      applicable.push({ compiled, key, params: overridden?.params ?? compiled.params, override: overridden?.override ?? null });
     }
     return applicable;
   }
 
   private decision(applicable: readonly Applicable[], readings: readonly Reading[], { allowed, degraded, decidedAtMs, source }: Reached): Decision {
-    const unranked: Ranked[] = applicable.map(({ compiled, key }, i) => {
+    const unranked: Ranked[] = applicable.map(({ compiled, key, params, override }, i) => {
       const { outcome, consulted, readAtMs, resetInMs } = readings[i]!;
       return {
         compiled,
@@ -207,15 +213,16 @@ export class Limiter {
         result: {
           rule: compiled.rule,
           key,
+          override,
           allowed: outcome.conforming,
-          limit: compiled.params.capacity,
+          limit: params.capacity,
           remaining: outcome.remaining,
           resetAt: new Date(outcome.resetAtMs),
           retryAfter: outcome.retryAfterMs === null ? null : Math.max(1, secondsUntil(outcome.retryAfterMs, 0)),
           delayMs: outcome.delayMs,
           consulted,
           readAt: readAtMs === null ? null : new Date(readAtMs),
-          nearLimit: isNearLimit(outcome.conforming, outcome.remaining, compiled.params.capacity),
+          nearLimit: isNearLimit(outcome.conforming, outcome.remaining, params.capacity),
         },
       };
     });
@@ -244,7 +251,9 @@ export class Limiter {
         allowed,
         retryAfter,
         deciding: enforcing[0]?.result ?? null,
-        policies: applicable.filter(({ compiled }) => compiled.rule.action !== "LOG_ONLY"),
+        policies: applicable
+          .filter(({ compiled }) => compiled.rule.action !== "LOG_ONLY")
+          .map(({ compiled, key, params, override }) => ({ key, policyItem: override === null ? compiled.policyItem : policyItemOf(compiled.policyName, params) })),
         limits: enforcing.map(serviceLimit),
       }),
     };

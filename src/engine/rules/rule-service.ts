@@ -15,16 +15,20 @@ import type { RuleChange, RuleChangeKind } from "../../domain/events.js";
 import { creationsByTenant, type Clock, type CounterStore, type EventBus, type RuleRepository } from "../../domain/ports.js";
 import { hasControlCharacters } from "../../domain/request.js";
 import type { ChangeOrigin, RuleRevision } from "../../domain/revision.js";
+import { validateOverride, type Override, type OverrideInput } from "../../domain/override.js";
 import type { Action, Rule, RuleSpec } from "../../domain/rule.js";
 import { sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../domain/rule-validation.js";
 import { DEFAULT_RULE_LIMITS, LENGTHS, type RuleLimits } from "../../domain/service-limits.js";
+import { reference } from "../../domain/validation.js";
 import type { RuleBook } from "../decision/rule-book.js";
-import { planImport, type ImportProblem } from "./rule-import.js";
+import { planImport, type ImportProblem, type PlannedRule } from "./rule-import.js";
 import { writeRulesFile } from "./rules-file.js";
 
 /** Concurrent writers without expectedVersion retry this many times before reporting a conflict. */
 const UPDATE_ATTEMPTS = 5;
 const IMPORT_NOTE = "imported from a rules file";
+/** Overrides one page of `overrides` may hold: a page is read from the database in one query. */
+const MAX_OVERRIDES_PAGE = 1000;
 
 export interface ImportedRule {
   tenantId: string;
@@ -129,8 +133,8 @@ export class RuleService {
     if (bytes > maxImportBytes) {
       throw new ValidationError("yaml", `is ${bytes} bytes, more than the ${maxImportBytes} an import may have (MAX_IMPORT_BYTES); split the file`);
     }
-    const before = await this.repository.list();
-    const plan = planImport(text, before, randomUUID);
+    const [before, overrides] = await Promise.all([this.repository.list(), this.repository.listOverrides()]);
+    const plan = planImport(text, before, randomUUID, byRule(overrides), new Date(this.clock.now()));
     if (plan.entries > maxImportRules) {
       throw new ValidationError("yaml", `holds ${plan.entries} rules, more than the ${maxImportRules} an import may have (MAX_IMPORT_RULES); split the file`);
     }
@@ -149,6 +153,7 @@ export class RuleService {
         ? await this.repository.writeAll(writes, { actor: principal.keyId, note: IMPORT_NOTE }, maxRulesPerTenant).catch(quotaAsInput("yaml"))
         : [];
     for (const [i, rule] of written.entries()) await this.publish(writes[i]!.kind === "create" ? "CREATED" : "UPDATED", rule);
+    if (applied) await this.applyOverrides(plan.rules, { actor: principal.keyId, note: IMPORT_NOTE });
     const stored = new Map(written.map((rule) => [rule.id, rule]));
     const report: ImportReport = { dryRun: options.dryRun, applied, created: [], updated: [], unchanged: [], invalid: plan.problems };
     for (const { outcome, tenantId, name, line, current, write } of plan.rules) {
@@ -157,11 +162,65 @@ export class RuleService {
     return report;
   }
 
-  /** The stored rules (of one tenant, or every tenant the caller may read) as a rules file that imports back unchanged. */
+  /** The stored rules (of one tenant, or every tenant the caller may read), with their overrides not yet expired, as a rules file that imports back unchanged. */
   async exportRules(principal: Principal, tenantId?: string | null): Promise<string> {
     const tenant = scopeTenant(principal, "readRules", tenantId);
-    const rules = await this.repository.list();
-    return writeRulesFile(tenant === null ? rules : rules.filter((rule) => rule.tenantId === tenant));
+    const [rules, overrides] = await Promise.all([this.repository.list(), this.repository.listOverrides()]);
+    return writeRulesFile(tenant === null ? rules : rules.filter((rule) => rule.tenantId === tenant), byRule(overrides));
+  }
+
+  /**
+   * An import's override changes, once its rules are written: each is a
+   * revision of its rule, published as setOverride's and deleteOverride's are.
+   * They follow the rules' transaction rather than share it, so a database
+   * lost between the two leaves the rules written and the overrides to a
+   * second import of the same file.
+   */
+  private async applyOverrides(planned: readonly PlannedRule[], origin: ChangeOrigin): Promise<void> {
+    for (const { overrides } of planned) {
+      for (const spec of overrides?.set ?? []) {
+        const written = await this.repository.setOverride(randomUUID(), spec, origin);
+        if (written !== null) await this.publish("UPDATED", written.rule, { id: written.override.id, value: written.override });
+      }
+      for (const { id } of overrides?.deleted ?? []) {
+        const deleted = await this.repository.deleteOverride(id, origin);
+        if (deleted !== null) await this.publish("UPDATED", deleted.rule, { id, value: null });
+      }
+    }
+  }
+
+  /**
+   * Sets an override of a rule (replacing the one of the same target, match
+   * and identifier): a new version of the rule in its history, heard by
+   * every instance as a rule change carrying the override.
+   */
+  async setOverride(principal: Principal, input: OverrideInput): Promise<Override> {
+    reference(input.ruleId, "input.ruleId", LENGTHS.id);
+    const rule = this.writable(principal, input.ruleId, this.book.get(input.ruleId));
+    const spec = validateOverride(input, rule, new Date(this.clock.now()));
+    const written = await this.repository.setOverride(randomUUID(), spec, { actor: principal.keyId, note: null });
+    if (written === null) throw new NotFoundError("rule", input.ruleId);
+    await this.publish("UPDATED", written.rule, { id: written.override.id, value: written.override });
+    return written.override;
+  }
+
+  async deleteOverride(principal: Principal, id: string): Promise<boolean> {
+    const existing = await this.repository.getOverride(id);
+    if (existing === null || !may(principal, "readRules", existing.tenantId)) throw new NotFoundError("override", id);
+    authorize(principal, "writeRules", existing.tenantId);
+    const deleted = await this.repository.deleteOverride(id, { actor: principal.keyId, note: null });
+    if (deleted === null) throw new NotFoundError("override", id);
+    await this.publish("UPDATED", deleted.rule, { id, value: null });
+    return true;
+  }
+
+  /** A page of a rule's overrides by id, expired ones included; `hasMore` when there are more after it. */
+  async overrides(principal: Principal, ruleId: string, first: number, after: string | null): Promise<{ items: Override[]; hasMore: boolean }> {
+    if (after !== null) reference(after, "after", LENGTHS.id);
+    if (this.get(principal, ruleId) === null) throw new NotFoundError("rule", ruleId);
+    if (!Number.isInteger(first) || first < 1 || first > MAX_OVERRIDES_PAGE) throw new ValidationError("first", `must be an integer from 1 to ${MAX_OVERRIDES_PAGE} (got ${first})`);
+    const items = await this.repository.pageOverrides(ruleId, first + 1, after);
+    return { items: items.slice(0, first), hasMore: items.length > first };
   }
 
   /** Forgets one bucket of one rule, in the store and in every instance's over-limit cache. */
@@ -214,7 +273,7 @@ export class RuleService {
     return rule;
   }
 
-  private async publish(kind: RuleChangeKind, rule: Rule): Promise<void> {
+  private async publish(kind: RuleChangeKind, rule: Rule, override?: RuleChange["override"]): Promise<void> {
     const change: RuleChange = {
       kind,
       ruleId: rule.id,
@@ -222,9 +281,20 @@ export class RuleService {
       version: kind === "DELETED" ? rule.version + 1 : rule.version,
       rule: kind === "DELETED" ? null : rule,
       at: new Date(this.clock.now()),
+      ...(override === undefined ? {} : { override }),
     };
     await this.events.publish("ruleChange", change);
   }
+}
+
+function byRule(overrides: readonly Override[]): Map<string, Override[]> {
+  const grouped = new Map<string, Override[]>();
+  for (const override of overrides) {
+    const own = grouped.get(override.ruleId);
+    if (own === undefined) grouped.set(override.ruleId, [override]);
+    else own.push(override);
+  }
+  return grouped;
 }
 
 /** Rethrows a RuleQuotaError as the caller's mistake in `field` (BAD_USER_INPUT), anything else as it is. */

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { RuleResult } from "../../../src/domain/decision.js";
 import type { Rule } from "../../../src/domain/rule.js";
-import { compileRule, type CompiledRule } from "../../../src/engine/decision/compiled-rule.js";
+import { compileRule } from "../../../src/engine/decision/compiled-rule.js";
 import { partitionKey, rateLimitHeaders, secondsUntil, type ServiceLimit } from "../../../src/engine/decision/headers.js";
 import { makeRule } from "../../support/domain-factory.js";
 
@@ -10,7 +10,7 @@ const NOW = 1_700_000_000_000;
 
 interface Enforced {
   result: RuleResult;
-  policy: { compiled: CompiledRule; key: string };
+  policy: { policyItem: string; key: string };
   limit: ServiceLimit;
 }
 
@@ -19,6 +19,7 @@ function enforced(ruleFields: Partial<Rule>, resultFields: Partial<RuleResult> =
   const result: RuleResult = {
     rule: compiled.rule,
     key: "user:u1",
+    override: null,
     allowed: true,
     limit: compiled.params.capacity,
     remaining: 3,
@@ -30,7 +31,7 @@ function enforced(ruleFields: Partial<Rule>, resultFields: Partial<RuleResult> =
     nearLimit: false,
     ...resultFields,
   };
-  return { result, policy: { compiled, key: result.key }, limit: { compiled, key: result.key, remaining: result.remaining, resetSeconds } };
+  return { result, policy: { policyItem: compiled.policyItem, key: result.key }, limit: { compiled, key: result.key, remaining: result.remaining, resetSeconds } };
 }
 
 /** The headers of a decision whose enforcing rules were all read, `items[0]` deciding. */

@@ -505,3 +505,16 @@ describe("RuleIndex matching cost", () => {
     expect(perRuleBound).toBe(8_225);
   });
 });
+
+describe("RuleBook and rules an older version wrote", () => {
+  it("takes a rule without attribute keys or conditions (a snapshot, or a change from an instance not yet upgraded) as having none", () => {
+    const { attributeKeys: _keys, when: _when, reach: _reach, ...older } = makeRule({ scope: ["USER"] });
+    const book = new RuleBook();
+    book.load([older as Rule]);
+    expect(book.get(older.id)).toMatchObject({ attributeKeys: [], when: [], reach: "REGIONAL" });
+    const changed = { ...older, version: 2, limit: 9 };
+    expect(book.apply({ kind: "UPDATED", ruleId: older.id, tenantId: older.tenantId, version: 2, rule: changed as Rule, at: new Date() })).toBe(true);
+    expect(book.get(older.id)).toMatchObject({ limit: 9, attributeKeys: [], when: [] });
+    expect(matchedIds(book, { userId: "u1" })).toEqual([older.id]);
+  });
+});
