@@ -83,6 +83,17 @@ export const ATTRIBUTE_BOUNDS = {
   valuesPerCondition: 100,
 } as const;
 
+/**
+ * Brackets a GraphQL document may nest ({ selection sets and input objects,
+ * [ lists, ( arguments), counted in its text before it is parsed: graphql-js
+ * parses, validates and executes by recursion, and a document of some
+ * thousands of nested inline fragments exhausts Node's stack in one of them
+ * (a 500, or a field error, depending on where). Eight times MAX_QUERY_DEPTH's
+ * highest setting (100) is room for any document a person or a tool writes
+ * (the standard introspection query nests 15 selection sets).
+ */
+export const MAX_DOCUMENT_NESTING = 800;
+
 /** What one rule may ask for. */
 export const RULE_BOUNDS = {
   /** A billion per window: above any real limit, and far below where the counters' arithmetic stops being exact. */

@@ -12,9 +12,11 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { HeaderMap, type ApolloServer, type HTTPGraphQLRequest, type HTTPGraphQLResponse } from "@apollo/server";
 import { Kind, parse, type ParseOptions } from "graphql";
 import { createContext, type ApiContext, type Services } from "../api/context.js";
+import { nestsDeeperThan, tooDeeplyNested } from "../api/document-nesting.js";
 import { toGraphQLError } from "../api/errors.js";
 import type { CheckFastPath } from "../api/fast-path/check-fast-path.js";
 import type { Principal } from "../domain/access.js";
+import { MAX_DOCUMENT_NESTING } from "../domain/service-limits.js";
 import { graphqlErrorBody, sendJson } from "./json-response.js";
 import { BodyTooLarge, requestBodyOf } from "./request-body.js";
 import type { GracefulShutdown } from "./shutdown.js";
@@ -61,7 +63,9 @@ export function graphqlEndpoint({ services, apollo, fastPath, parseOptions, maxB
     } catch (error) {
       return send(res, await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequestOf(req, body), context: () => Promise.reject(error) }));
     }
-    if (asksForSubscription(body, req.url, parseOptions)) {
+    const query = queryTextOf(body, req.url);
+    if (query !== null && nestsDeeperThan(query, MAX_DOCUMENT_NESTING)) return sendJson(res, 400, graphqlErrorBody(tooDeeplyNested().message, "GRAPHQL_PARSE_FAILED"));
+    if (query !== null && asksForSubscription(query, parseOptions)) {
       return sendJson(res, 400, graphqlErrorBody("subscriptions are served over WebSocket (the graphql-ws protocol) on /graphql, not over HTTP", "BAD_REQUEST"));
     }
     // One context, whichever path answers: the fast path hands on to Apollo only requests of which nothing has run.
@@ -87,14 +91,19 @@ async function authenticateWith(services: Services, authorization: string | unde
  * malformed documents) from answering 500. The substring test keeps this free
  * for everything else.
  */
-function asksForSubscription(body: unknown, url: string | undefined, parseOptions: ParseOptions): boolean {
-  const query = typeof body === "object" && body !== null ? (body as { query?: unknown }).query : new URLSearchParams(searchOf(url)).get("query");
-  if (typeof query !== "string" || !query.includes("subscription")) return false;
+function asksForSubscription(query: string, parseOptions: ParseOptions): boolean {
+  if (!query.includes("subscription")) return false;
   try {
     return parse(query, parseOptions).definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation === "subscription");
   } catch {
     return false;
   }
+}
+
+/** The document's text: a POST body's `query`, or a GET's; null when there is none to read. */
+function queryTextOf(body: unknown, url: string | undefined): string | null {
+  const query = typeof body === "object" && body !== null ? (body as { query?: unknown }).query : new URLSearchParams(searchOf(url)).get("query");
+  return typeof query === "string" ? query : null;
 }
 
 /** The caller's X-Request-Id when it is a sane token, else a fresh one: ids end up in logs, so they stay short and plain. */

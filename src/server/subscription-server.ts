@@ -38,6 +38,8 @@ import type { SubscribePayload } from "graphql-ws";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer } from "ws";
 import { createContext, type Services } from "../api/context.js";
+import { nestsDeeperThan, tooDeeplyNested } from "../api/document-nesting.js";
+import { MAX_DOCUMENT_NESTING } from "../domain/service-limits.js";
 import { coded, ErrorCode, formatGraphQLError, tooManySubscriptions, type ErrorFormatter } from "../api/errors.js";
 import type { Logger } from "./logger.js";
 import { SocketSessions } from "./socket-sessions.js";
@@ -87,6 +89,7 @@ function subscriptionDocument(
   rules: readonly ValidationRule[],
   parseOptions: ParseOptions,
 ): DocumentNode | GraphQLError[] {
+  if (nestsDeeperThan(payload.query, MAX_DOCUMENT_NESTING)) return [tooDeeplyNested()];
   let document: DocumentNode;
   try {
     document = parse(payload.query, parseOptions);

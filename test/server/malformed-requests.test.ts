@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp } from "../support/app.js";
 import type { TestApp } from "../harness/in-process-app.js";
 import { STORAGES, expectNoStackTrace, newTenant, realStorageAvailable } from "../support/api.js";
+import { MAX_DOCUMENT_NESTING } from "../../src/domain/service-limits.js";
 
 const realAvailable = await realStorageAvailable();
 
@@ -94,6 +95,21 @@ for (const storage of STORAGES) {
       const response = await post(JSON.stringify({ query: "{ rules { id " }));
       expect(response.status).toBe(400);
       expect(errorsOf(response)[0]?.extensions?.code).toBe("GRAPHQL_PARSE_FAILED");
+    });
+
+    // graphql-js parses, validates and executes by recursion: past some thousands of nested inline
+    // fragments one of them exhausts the stack. Brackets are counted before that (MAX_DOCUMENT_NESTING).
+    it("answers documents nested up to MAX_DOCUMENT_NESTING brackets, and refuses deeper ones with GRAPHQL_PARSE_FAILED, never a 500", async () => {
+      const fragments = (depth: number) => `query { ${"... on Query { ".repeat(depth)}__typename${" }".repeat(depth)} }`;
+      const deepest = await post(JSON.stringify({ query: fragments(MAX_DOCUMENT_NESTING - 1) }));
+      expect([deepest.status, (deepest.json as GraphQLErrorBody).data]).toEqual([200, { __typename: "Query" }]);
+      for (let depth = MAX_DOCUMENT_NESTING; depth <= 6000; depth += 250) {
+        const response = await post(JSON.stringify({ query: fragments(depth) }));
+        expect([depth, response.status, errorsOf(response)[0]]).toEqual([depth, 400, { message: `the document nests brackets more than ${MAX_DOCUMENT_NESTING} deep`, extensions: { code: "GRAPHQL_PARSE_FAILED" } }]);
+      }
+      // Brackets in strings and comments are text, not nesting.
+      const quoted = await post(JSON.stringify({ query: `{ # ${"{".repeat(2000)}\n checkLimits(request: { tenantId: "${"[".repeat(900)}" }) { allowed } }` }));
+      expect(quoted.status).toBe(200);
     });
 
     it("answers a body without a query with 400 and an error code", async () => {

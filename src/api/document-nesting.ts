@@ -1,0 +1,53 @@
+/**
+ * How deep a GraphQL document's brackets nest, read from its text in one pass
+ * before anything parses it (see MAX_DOCUMENT_NESTING): strings, block
+ * strings and comments are skipped, so brackets inside them do not count.
+ * The pass stops as soon as the bound is passed.
+ */
+
+import { GraphQLError } from "graphql";
+import { MAX_DOCUMENT_NESTING } from "../domain/service-limits.js";
+
+const OPENING = new Set(["{", "[", "("]);
+const CLOSING = new Set(["}", "]", ")"]);
+
+/** Whether the document nests its brackets deeper than `max`. */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i]!;
+    if (OPENING.has(char)) {
+      if (++depth > max) return true;
+    } else if (CLOSING.has(char)) {
+      depth = Math.max(0, depth - 1);
+    } else if (char === "#") {
+      while (i < text.length && text[i] !== "\n" && text[i] !== "\r") i++;
+    } else if (char === '"') {
+      i = text.startsWith('"""', i) ? endOfBlockString(text, i + 3) : endOfString(text, i + 1);
+    }
+  }
+  return false;
+}
+
+/** The error that refuses a document nested too deep, coded as graphql-js's parse errors are. */
+export function tooDeeplyNested(): GraphQLError {
+  return new GraphQLError(`the document nests brackets more than ${MAX_DOCUMENT_NESTING} deep`, { extensions: { code: "GRAPHQL_PARSE_FAILED" } });
+}
+
+/** Index of the closing quote of a string whose text starts at `from` (or the end of the text). */
+function endOfString(text: string, from: number): number {
+  for (let i = from; i < text.length; i++) {
+    if (text[i] === "\\") i++;
+    else if (text[i] === '"' || text[i] === "\n") return i;
+  }
+  return text.length;
+}
+
+/** Index of the last quote of a block string whose text starts at `from` (escaped \""" does not end it). */
+function endOfBlockString(text: string, from: number): number {
+  for (let i = from; i < text.length; i++) {
+    if (text.startsWith('\\"""', i)) i += 3;
+    else if (text.startsWith('"""', i)) return i + 2;
+  }
+  return text.length;
+}
