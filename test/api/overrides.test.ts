@@ -19,6 +19,7 @@ import {
   type SetOverrideInput,
 } from "../generated/graphql.js";
 import { GraphQLClient } from "../harness/graphql-client.js";
+import { partitionKey } from "../../src/engine/decision/headers.js";
 import { createRule, describeOnEachStorage, expectBadUserInput, expectCode, header, newTenant, sleep } from "../support/api.js";
 
 await describeOnEachStorage("overrides", (suite) => {
@@ -41,7 +42,7 @@ await describeOnEachStorage("overrides", (suite) => {
     for (let i = 0; i < 6; i++) proDecisions.push(await decide(of("pro-co")));
     expect(proDecisions.map((d) => d.allowed)).toEqual([true, true, true, true, true, false]);
     expect(proDecisions[0]!.results).toEqual([{ key: "attr.customer:pro-co", limit: 5, override: { id: pro.id, identifier: "pro-co" } }]);
-    expect(header(proDecisions[0]!.headers, "RateLimit-Policy")).toBe('"per customer";q=5;w=3600');
+    expect(header(proDecisions[0]!.headers, "RateLimit-Policy")).toBe(`"per customer";q=5;w=3600;pk=${partitionKey("attr.customer:pro-co")}`);
 
     const others = [];
     for (let i = 0; i < 3; i++) others.push(await decide(of("free-co")));
