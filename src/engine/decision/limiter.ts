@@ -37,11 +37,28 @@ interface Ranked extends Rankable {
   compiled: CompiledRule;
 }
 
-/** One request's way to its decision: no rule applies, the over-limit cache refuses it, or the store decides. */
-type Plan =
+/**
+ * One request's way to its decision: no rule applies, the over-limit cache
+ * refuses it, or the store decides. `partsOf`: for a request made of several
+ * checks (checkTogether), which of the applicable buckets each check has;
+ * null for a single check.
+ */
+type Plan = { partsOf: number[][] | null } & (
   | { kind: "no-rule" }
   | { kind: "refused-locally"; applicable: Applicable[]; reply: CounterReply; consulted: boolean[] }
-  | { kind: "store"; applicable: Applicable[]; call: number };
+  | { kind: "store"; applicable: Applicable[]; call: number }
+);
+
+export interface CheckOptions {
+  /** How long the caller waits for the decisions, in milliseconds (see DecideOptions.budgetMs). */
+  budgetMs?: number;
+}
+
+/** The decision of a request made of several checks, and each check's own part of it, in order. */
+export interface JointDecision {
+  decision: Decision;
+  parts: Decision[];
+}
 
 const NO_RULE: Omit<Decision, "decidedAt" | "degraded"> = Object.freeze({
   allowed: true,
@@ -69,41 +86,84 @@ export class Limiter {
   ) {}
 
   /** Decides each request; all are authorized first, so a forbidden one fails the lot before anything is counted. */
-  async check(principal: Principal, requests: readonly CheckRequest[]): Promise<Decision[]> {
-    for (const request of requests) authorize(principal, "checkLimits", request.tenantId);
+  async check(principal: Principal, requests: readonly CheckRequest[], options: CheckOptions = {}): Promise<Decision[]> {
+    const joint = await this.decideRequests(
+      principal,
+      requests.map((request) => [request]),
+      options,
+    );
+    return joint.map(({ decision }) => decision);
+  }
+
+  /**
+   * Decides several checks of one tenant as one request (the descriptors of
+   * an Envoy rate limit request): the buckets of all their rules go to the
+   * store as one atomic call, a bucket two checks share counted once, so that
+   * a refusal by any check consumes nothing from the others. The checks carry
+   * the same cost and dryRun (the caller makes them agree). Events and metrics
+   * are the request's; each part reports its own rules' results.
+   */
+  async checkTogether(principal: Principal, checks: readonly CheckRequest[], options: CheckOptions = {}): Promise<JointDecision> {
+    const [joint] = await this.decideRequests(principal, [checks], options);
+    return joint!;
+  }
+
+  private async decideRequests(principal: Principal, requests: readonly (readonly CheckRequest[])[], options: CheckOptions): Promise<JointDecision[]> {
+    for (const checks of requests) for (const check of checks) authorize(principal, "checkLimits", check.tenantId);
     const started = performance.now();
     const sentAtMs = this.clock.now();
     const calls: CounterCall[] = [];
-    const plans = requests.map((request): Plan => {
-      const applicable = this.applicable(request);
-      if (applicable.length === 0) return { kind: "no-rule" };
+    const plans = requests.map((checks): Plan => {
+      const { applicable, partsOf } = this.applicableTo(checks);
+      if (applicable.length === 0) return { kind: "no-rule", partsOf };
+      const { cost, dryRun } = checks[0]!;
       const buckets = applicable.map(
         ({ compiled, key }): BucketRef => ({ ruleId: compiled.rule.id, key, params: compiled.params, failureMode: compiled.rule.failureMode }),
       );
-      const local = this.refusedLocally(buckets, request.cost, sentAtMs);
-      if (local !== null) return { kind: "refused-locally", applicable, ...local };
-      calls.push({ buckets, cost: request.cost, dryRun: request.dryRun });
-      return { kind: "store", applicable, call: calls.length - 1 };
+      const local = this.refusedLocally(buckets, cost, sentAtMs);
+      if (local !== null) return { kind: "refused-locally", applicable, partsOf, ...local };
+      calls.push({ buckets, cost, dryRun });
+      return { kind: "store", applicable, partsOf, call: calls.length - 1 };
     });
-    const replies = calls.length === 0 ? [] : await this.store.decide(calls);
-    const decisions = plans.map((plan, i) => {
-      if (plan.kind === "no-rule") return { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
-      const request = requests[i]!;
-      let decision: Decision;
+    const replies = calls.length === 0 ? [] : await this.store.decide(calls, options);
+    const joint = plans.map((plan, i): JointDecision => {
+      const checks = requests[i]!;
+      if (plan.kind === "no-rule") {
+        const none: Decision = { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
+        return { decision: none, parts: plan.partsOf === null ? [] : checks.map(() => none) };
+      }
+      let reply: CounterReply;
+      let source: DecisionSource;
+      let consulted: readonly boolean[] | null;
       if (plan.kind === "refused-locally") {
-        decision = this.decision(plan.applicable, plan.reply, "OVER_LIMIT_CACHE", plan.consulted);
+        ({ reply, consulted } = plan);
+        source = "OVER_LIMIT_CACHE";
       } else {
-        const reply = replies[plan.call]!;
+        reply = replies[plan.call]!;
         // A degraded reply is a failure mode's answer, not the store's knowledge: never remembered.
         if (!reply.degraded) this.learn(calls[plan.call]!, reply, sentAtMs);
-        decision = this.decision(plan.applicable, reply, "COUNTER_STORE", null);
+        source = "COUNTER_STORE";
+        consulted = null;
       }
-      if (!request.dryRun) this.publishEvents(request, decision);
+      const decision = this.decision(plan.applicable, reply, source, consulted);
+      if (!checks[0]!.dryRun) this.publishEvents(checks[0]!, decision);
       this.report(decision);
-      return decision;
+      const parts = plan.partsOf === null ? [] : plan.partsOf.map((own) => this.part(plan.applicable, own, reply, source, consulted));
+      return { decision, parts };
     });
     this.telemetry.checked((performance.now() - started) / 1000, requests.length);
-    return decisions;
+    return joint;
+  }
+
+  /** One check's part of a joint decision: its own buckets' outcomes, allowed only if the whole request is. */
+  private part(applicable: readonly Applicable[], own: readonly number[], reply: CounterReply, source: DecisionSource, consulted: readonly boolean[] | null): Decision {
+    if (own.length === 0) return { ...NO_RULE, allowed: reply.allowed, degraded: reply.degraded ?? false, decidedAt: new Date(reply.nowMs) };
+    return this.decision(
+      own.map((i) => applicable[i]!),
+      { ...reply, outcomes: own.map((i) => reply.outcomes[i]!) },
+      source,
+      consulted === null ? null : own.map((i) => consulted[i]!),
+    );
   }
 
   private get telemetry(): Telemetry {
@@ -136,6 +196,28 @@ export class Limiter {
   private learn(call: CounterCall, reply: CounterReply, sentAtMs: number): void {
     const cache = this.options.overLimit;
     if (cache) reply.outcomes.forEach((outcome, i) => cache.remember(call.buckets[i]!, call.cost, outcome, sentAtMs));
+  }
+
+  /**
+   * The buckets that apply to a request's checks, each bucket once, and for a
+   * request of several checks the buckets of each (by index).
+   */
+  private applicableTo(checks: readonly CheckRequest[]): { applicable: Applicable[]; partsOf: number[][] | null } {
+    if (checks.length === 1) return { applicable: this.applicable(checks[0]!), partsOf: null };
+    const applicable: Applicable[] = [];
+    const indexOf = new Map<string, number>();
+    const partsOf = checks.map((check) =>
+      this.applicable(check).map((bucket) => {
+        const id = `${bucket.compiled.rule.id}\u0000${bucket.key}`;
+        let index = indexOf.get(id);
+        if (index === undefined) {
+          index = applicable.push(bucket) - 1;
+          indexOf.set(id, index);
+        }
+        return index;
+      }),
+    );
+    return { applicable, partsOf };
   }
 
   private applicable(request: CheckRequest): Applicable[] {
