@@ -87,12 +87,13 @@ export class Limiter {
 
   /** Decides each request; all are authorized first, so a forbidden one fails the lot before anything is counted. */
   async check(principal: Principal, requests: readonly CheckRequest[], options: CheckOptions = {}): Promise<Decision[]> {
-    const joint = await this.decideRequests(
+    const decided = await this.decideRequests(
       principal,
       requests.map((request) => [request]),
       options,
+      false,
     );
-    return joint.map(({ decision }) => decision);
+    return decided.map(({ decision }) => decision);
   }
 
   /**
@@ -104,17 +105,18 @@ export class Limiter {
    * are the request's; each part reports its own rules' results.
    */
   async checkTogether(principal: Principal, checks: readonly CheckRequest[], options: CheckOptions = {}): Promise<JointDecision> {
-    const [joint] = await this.decideRequests(principal, [checks], options);
-    return joint!;
+    const [decided] = await this.decideRequests(principal, [checks], options, true);
+    return decided!;
   }
 
-  private async decideRequests(principal: Principal, requests: readonly (readonly CheckRequest[])[], options: CheckOptions): Promise<JointDecision[]> {
+  /** `joint`: each request's checks are reported part by part (for a single check: no parts). */
+  private async decideRequests(principal: Principal, requests: readonly (readonly CheckRequest[])[], options: CheckOptions, joint: boolean): Promise<JointDecision[]> {
     for (const checks of requests) for (const check of checks) authorize(principal, "checkLimits", check.tenantId);
     const started = performance.now();
     const sentAtMs = this.clock.now();
     const calls: CounterCall[] = [];
     const plans = requests.map((checks): Plan => {
-      const { applicable, partsOf } = this.applicableTo(checks);
+      const { applicable, partsOf } = this.applicableTo(checks, joint);
       if (applicable.length === 0) return { kind: "no-rule", partsOf };
       const { cost, dryRun } = checks[0]!;
       const buckets = applicable.map(
@@ -126,7 +128,7 @@ export class Limiter {
       return { kind: "store", applicable, partsOf, call: calls.length - 1 };
     });
     const replies = calls.length === 0 ? [] : await this.store.decide(calls, options);
-    const joint = plans.map((plan, i): JointDecision => {
+    const decided = plans.map((plan, i): JointDecision => {
       const checks = requests[i]!;
       if (plan.kind === "no-rule") {
         const none: Decision = { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
@@ -152,7 +154,7 @@ export class Limiter {
       return { decision, parts };
     });
     this.telemetry.checked((performance.now() - started) / 1000, requests.length);
-    return joint;
+    return decided;
   }
 
   /** One check's part of a joint decision: its own buckets' outcomes, allowed only if the whole request is. */
@@ -202,8 +204,8 @@ export class Limiter {
    * The buckets that apply to a request's checks, each bucket once, and for a
    * request of several checks the buckets of each (by index).
    */
-  private applicableTo(checks: readonly CheckRequest[]): { applicable: Applicable[]; partsOf: number[][] | null } {
-    if (checks.length === 1) return { applicable: this.applicable(checks[0]!), partsOf: null };
+  private applicableTo(checks: readonly CheckRequest[], joint: boolean): { applicable: Applicable[]; partsOf: number[][] | null } {
+    if (!joint) return { applicable: this.applicable(checks[0]!), partsOf: null };
     const applicable: Applicable[] = [];
     const indexOf = new Map<string, number>();
     const partsOf = checks.map((check) =>

@@ -1,0 +1,198 @@
+/**
+ * Envoy's rate limit service against a real Floodgate on Redis and Postgres,
+ * driven by a gRPC client built from the .proto files: what Envoy sends
+ * (several descriptors, hits_addend, built-in and custom entries) gets OK or
+ * OVER_LIMIT with each descriptor's status and the headers, a refused request
+ * consumes nothing from any descriptor, and what cannot be honoured is refused
+ * naming the field.
+ */
+
+import { status, type ServiceError } from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CreateApiKeyDocument, ThrottleEventsDocument, type CreateRuleInput } from "../generated/graphql.js";
+import { createRule, newTenant, realStorageAvailable, uniqueName } from "../support/api.js";
+import { startTestApp } from "../support/app.js";
+import { envoyClient, type DescriptorInput, type EnvoyClient, type RateLimitResponse } from "../support/envoy-client.js";
+import { subscribe } from "../support/subscriptions.js";
+import type { TestApp } from "../harness/in-process-app.js";
+
+const tenant = newTenant();
+/** GRPC_DOMAINS maps this Envoy domain to the tenant; any other domain is the tenant of its name. */
+const DOMAIN = "edge";
+
+let t: TestApp;
+let envoy: EnvoyClient;
+let checkerToken: string;
+
+async function apiKey(tenantId: string, role: "CHECKER" | "VIEWER"): Promise<string> {
+  return (await t.client.data(CreateApiKeyDocument, { input: { tenantId, role, name: uniqueName(role.toLowerCase()) } })).createApiKey.secret;
+}
+
+/** A rule of the test's tenant, limit per minute unless said otherwise. */
+async function rule(input: Partial<CreateRuleInput> & { limit: number }) {
+  return createRule(t.client, { tenantId: tenant, name: uniqueName("rls"), window: 1, windowUnit: "MINUTES", ...input });
+}
+
+const ip = (address: string): DescriptorInput => ({ entries: [{ key: "remote_address", value: address }] });
+const path = (resource: string): DescriptorInput => ({ entries: [{ key: "path", value: resource }] });
+const header = (response: RateLimitResponse, name: string) => response.response_headers_to_add.find((h) => h.key.toLowerCase() === name.toLowerCase())?.value;
+
+async function grpcError(call: Promise<unknown>): Promise<ServiceError> {
+  const error = await call.then(
+    () => null,
+    (e: unknown) => e as ServiceError,
+  );
+  expect(error, "expected the call to fail").not.toBeNull();
+  return error!;
+}
+
+describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC (real storage)", () => {
+  beforeAll(async () => {
+    t = await startTestApp("real", { GRPC_PORT: "0", GRPC_DOMAINS: `${DOMAIN}=${tenant}` });
+    checkerToken = await apiKey(tenant, "CHECKER");
+    envoy = envoyClient(t.app.grpcAddress!, checkerToken);
+  });
+  afterAll(async () => {
+    envoy?.close();
+    await t?.stop();
+  });
+
+  it("decides every descriptor of a request in one call: statuses in order, and a refusal consumes nothing from the others", async () => {
+    const perIp = await rule({ scope: ["IP"], limit: 2 });
+    await rule({ resource: "/api/search", limit: 5, name: "search" });
+    const request = { domain: DOMAIN, descriptors: [ip("10.1.0.1"), path("/api/search")] };
+
+    const first = await envoy.shouldRateLimit(request);
+    expect(first.overall_code).toBe("OK");
+    expect(first.statuses).toMatchObject([
+      { code: "OK", current_limit: { name: perIp.name, requests_per_unit: 2, unit: "MINUTE" }, limit_remaining: 1 },
+      { code: "OK", current_limit: { name: "search", requests_per_unit: 5, unit: "MINUTE" }, limit_remaining: 4 },
+    ]);
+    expect(Number(first.statuses[0]!.duration_until_reset!.seconds)).toBeGreaterThan(0);
+    // Until the bucket is whole again: a sliding window counter forgets a unit within two windows.
+    expect(Number(first.statuses[0]!.duration_until_reset!.seconds)).toBeLessThanOrEqual(120);
+    await envoy.shouldRateLimit(request);
+
+    const refused = await envoy.shouldRateLimit(request);
+    expect(refused.overall_code).toBe("OVER_LIMIT");
+    expect(refused.statuses.map((s) => [s.code, s.limit_remaining])).toEqual([
+      ["OVER_LIMIT", 0],
+      ["OK", 3],
+    ]);
+    expect(header(refused, "Retry-After")).toMatch(/^\d+$/);
+    expect(header(refused, "RateLimit-Policy")).toContain(`q=2;w=60`);
+
+    // The refused request took nothing from the search rule: 5 - 2 admitted - this one.
+    const alone = await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [path("/api/search")] });
+    expect(alone.statuses[0]).toMatchObject({ code: "OK", limit_remaining: 2 });
+    expect(header(alone, "RateLimit")).toMatch(/"search";r=2;t=\d+/);
+  });
+
+  it("adds the request's hits_addend to every descriptor (0 counts as 1), or the descriptors' own when they agree", async () => {
+    await rule({ scope: ["USER"], limit: 10 });
+    const user = (id: string): DescriptorInput => ({ entries: [{ key: "user_id", value: id }] });
+    expect((await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [user("u1")], hits_addend: 3 })).statuses[0]!.limit_remaining).toBe(7);
+    expect((await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [user("u1")], hits_addend: 0 })).statuses[0]!.limit_remaining).toBe(6);
+    const own = await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [{ ...user("u1"), hits_addend: { value: 4 } }], hits_addend: 1 });
+    expect(own.statuses[0]!.limit_remaining).toBe(2);
+    const tooMany = await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [user("u1")], hits_addend: 3 });
+    expect(tooMany.overall_code).toBe("OVER_LIMIT");
+    expect(tooMany.statuses[0]!.limit_remaining).toBe(2);
+
+    const differing = await grpcError(envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [{ ...user("u2"), hits_addend: { value: 2 } }, user("u3")], hits_addend: 5 }));
+    expect(differing.code).toBe(status.INVALID_ARGUMENT);
+    expect(differing.details).toBe("descriptors[1] adds 5 hits where another descriptor adds 2: the descriptors of one request are decided as one call of one cost");
+  });
+
+  it("maps the domain: through GRPC_DOMAINS, else to the tenant of the same name", async () => {
+    const other = newTenant();
+    await createRule(t.client, { tenantId: other, name: "per-ip", scope: ["IP"], limit: 1, window: 1, windowUnit: "MINUTES" });
+    const admin = envoyClient(t.app.grpcAddress!, t.adminToken);
+    try {
+      expect((await admin.shouldRateLimit({ domain: other, descriptors: [ip("10.2.0.1")] })).statuses[0]).toMatchObject({ current_limit: { name: "per-ip" } });
+      expect((await admin.shouldRateLimit({ domain: other, descriptors: [ip("10.2.0.1")] })).overall_code).toBe("OVER_LIMIT");
+    } finally {
+      admin.close();
+    }
+    // The tenant's CHECKER cannot check another tenant's domain.
+    const forbidden = await grpcError(envoy.shouldRateLimit({ domain: other, descriptors: [ip("10.2.0.1")] }));
+    expect(forbidden.code).toBe(status.PERMISSION_DENIED);
+  });
+
+  it("answers a descriptor no rule applies to OK without a limit", async () => {
+    const response = await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [{ entries: [{ key: "method", value: "OPTIONS" }] }] });
+    expect(response.overall_code).toBe("OK");
+    expect(response.statuses).toEqual([{ code: "OK", current_limit: null, limit_remaining: 0, duration_until_reset: null }]);
+    expect(response.response_headers_to_add).toEqual([]);
+  });
+
+  it("answers LOG_ONLY's would-be refusals OK and publishes them as shadow throttle events", async () => {
+    const shadow = await rule({ scope: ["IP"], resource: "/shadow", limit: 1, action: "LOG_ONLY" });
+    const request = { domain: DOMAIN, descriptors: [{ entries: [{ key: "remote_address", value: "10.3.0.1" }, { key: "path", value: "/shadow" }] }] };
+    const events = subscribe(t.app.url, ThrottleEventsDocument, { tenantId: tenant, ruleId: shadow.id }, t.adminToken);
+    try {
+      await events.ready(
+        async () => {
+          const response = await envoy.shouldRateLimit(request);
+          expect(response.overall_code).toBe("OK");
+          expect(response.statuses[0]!.code).toBe("OK");
+        },
+        (event) => event.throttleEvents.ruleId === shadow.id,
+      );
+      const [event] = await events.until((received) => received.length > 0);
+      expect(event!.throttleEvents).toMatchObject({ tenantId: tenant, action: "LOG_ONLY", shadow: true, key: "ip:10.3.0.1" });
+    } finally {
+      await events.close();
+    }
+  });
+
+  it("admits a THROTTLE rule's delayed request OK, telling the backend the delay in a request header", async () => {
+    // A fixed window's line is the next window: the second request waits for it.
+    await rule({ scope: ["IP"], resource: "/slow", limit: 1, action: "THROTTLE", algorithm: "FIXED_WINDOW" });
+    const request = { domain: DOMAIN, descriptors: [{ entries: [{ key: "remote_address", value: "10.4.0.1" }, { key: "path", value: "/slow" }] }] };
+    expect((await envoy.shouldRateLimit(request)).request_headers_to_add).toEqual([]);
+    const delayed = await envoy.shouldRateLimit(request);
+    expect(delayed.overall_code).toBe("OK");
+    expect(delayed.request_headers_to_add).toHaveLength(1);
+    expect(delayed.request_headers_to_add[0]!.key).toBe("x-floodgate-delay-ms");
+    expect(Number(delayed.request_headers_to_add[0]!.value)).toBeGreaterThan(0);
+  });
+
+  it("refuses what it cannot honour, naming the field, and counts nothing", async () => {
+    await rule({ scope: ["IP"], resource: "/strict", limit: 1 });
+    const strict = (address: string): DescriptorInput => ({ entries: [{ key: "remote_address", value: address }, { key: "path", value: "/strict" }] });
+    const cases: [DescriptorInput[], string][] = [
+      [[strict("10.5.0.1"), { ...path("/strict"), limit: { requests_per_unit: 10, unit: "MINUTE" } }], "descriptors[1].limit is not supported: a descriptor's own limit cannot replace Floodgate's rules; set the limit as a rule (docs/envoy.md)"],
+      [[strict("10.5.0.1"), { entries: [] }], "descriptors[1].entries must hold at least one entry"],
+      [[strict("10.5.0.1"), strict("not-an-ip")], 'descriptors[1].ip must be an IPv4 or IPv6 address (got "not-an-ip")'],
+      [[{ entries: [{ key: "remote_address", value: "10.5.0.1" }, { key: "remote_address", value: "10.5.0.2" }] }], 'descriptors[0].entries[1].key names "remote_address" a second time in this descriptor'],
+      [[], "descriptors must hold at least one descriptor"],
+    ];
+    for (const [descriptors, message] of cases) {
+      const error = await grpcError(envoy.shouldRateLimit({ domain: DOMAIN, descriptors }));
+      expect(error.code).toBe(status.INVALID_ARGUMENT);
+      expect(error.details).toBe(message);
+    }
+    expect((await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [strict("10.5.0.1")] })).statuses[0]).toMatchObject({ code: "OK", limit_remaining: 0 });
+  });
+
+  it("authenticates the bearer key of the call's metadata: CHECKER suffices, VIEWER and no key are refused", async () => {
+    const request = { domain: DOMAIN, descriptors: [ip("10.6.0.1")] };
+    expect((await grpcError(envoy.shouldRateLimit(request, { token: null }))).code).toBe(status.UNAUTHENTICATED);
+    expect((await grpcError(envoy.shouldRateLimit(request, { token: "not-a-key-of-anyone" }))).code).toBe(status.UNAUTHENTICATED);
+    const viewer = await grpcError(envoy.shouldRateLimit(request, { token: await apiKey(tenant, "VIEWER") }));
+    expect(viewer.code).toBe(status.PERMISSION_DENIED);
+    expect(viewer.details).toBe("this API key's role VIEWER does not allow checkLimits");
+    expect((await envoy.shouldRateLimit(request)).overall_code).toBe("OK");
+  });
+
+  it("serves grpc.health.v1 and counts every call by method and code at /metrics", async () => {
+    expect(await envoy.health("")).toEqual({ status: "SERVING" });
+    expect(await envoy.health("envoy.service.ratelimit.v3.RateLimitService")).toEqual({ status: "SERVING" });
+    expect((await grpcError(envoy.health("elsewhere"))).code).toBe(status.NOT_FOUND);
+    const metrics = await (await fetch(t.app.url.replace("/graphql", "/metrics"), { headers: { authorization: `Bearer ${t.adminToken}` } })).text();
+    expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="envoy\.service\.ratelimit\.v3\.RateLimitService\/ShouldRateLimit",code="OK"\} [1-9]/);
+    expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="envoy\.service\.ratelimit\.v3\.RateLimitService\/ShouldRateLimit",code="INVALID_ARGUMENT"\} [1-9]/);
+    expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="grpc\.health\.v1\.Health\/Check",code="NOT_FOUND"\} 1/);
+  });
+});
