@@ -13,6 +13,7 @@ import { CreateApiKeyDocument, ThrottleEventsDocument, type CreateRuleInput } fr
 import { createRule, newTenant, realStorageAvailable, uniqueName } from "../support/api.js";
 import { startTestApp } from "../support/app.js";
 import { envoyClient, type DescriptorInput, type EnvoyClient, type RateLimitResponse } from "../support/envoy-client.js";
+import { decodeMessage, encodeMessage, messagesOf, stringOf, varintOf } from "../support/protobuf-wire.js";
 import { subscribe } from "../support/subscriptions.js";
 import type { TestApp } from "../harness/in-process-app.js";
 
@@ -194,5 +195,34 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
     expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="envoy\.service\.ratelimit\.v3\.RateLimitService\/ShouldRateLimit",code="OK"\} [1-9]/);
     expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="envoy\.service\.ratelimit\.v3\.RateLimitService\/ShouldRateLimit",code="INVALID_ARGUMENT"\} [1-9]/);
     expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="grpc\.health\.v1\.Health\/Check",code="NOT_FOUND"\} 1/);
+  });
+
+  it("speaks the published wire format: a request encoded by field number alone gets an answer read by field number alone", async () => {
+    const perIp = await rule({ scope: ["IP"], limit: 2, window: 1, windowUnit: "HOURS" });
+    // RateLimitRequest: domain = 1, descriptors = 2, hits_addend = 3. RateLimitDescriptor: entries = 1 (Entry: key = 1,
+    // value = 2), hits_addend = 3 (google.protobuf.UInt64Value: value = 1).
+    const request = encodeMessage([
+      [1, DOMAIN],
+      [2, encodeMessage([[1, encodeMessage([[1, "remote_address"], [2, "10.7.0.1"]])], [3, encodeMessage([[1, 2]])]])],
+      [3, 0],
+    ]);
+    // RateLimitResponse: overall_code = 1 (OK 1, OVER_LIMIT 2), statuses = 2, response_headers_to_add = 3 (HeaderValue:
+    // key = 1, value = 2). DescriptorStatus: code = 1, current_limit = 2 (RateLimit: requests_per_unit = 1, unit = 2 with
+    // HOUR 3, name = 3), limit_remaining = 3, duration_until_reset = 4 (google.protobuf.Duration: seconds = 1).
+    const admitted = decodeMessage(await envoy.raw(request, checkerToken));
+    expect(varintOf(admitted, 1)).toBe(1n);
+    const [status] = messagesOf(admitted, 2);
+    expect(varintOf(status!, 1)).toBe(1n);
+    const [limit] = messagesOf(status!, 2);
+    expect([varintOf(limit!, 1), varintOf(limit!, 2), stringOf(limit!, 3)]).toEqual([2n, 3n, perIp.name]);
+    expect(varintOf(status!, 3)).toBe(0n);
+    const [untilReset] = messagesOf(status!, 4);
+    expect(varintOf(untilReset!, 1)).toBeGreaterThan(0n);
+    const headers = messagesOf(admitted, 3).map((h) => [stringOf(h, 1), stringOf(h, 2)]);
+    expect(headers).toContainEqual(["RateLimit-Policy", `"${perIp.name}";q=2;w=3600`]);
+
+    const refused = decodeMessage(await envoy.raw(request, checkerToken));
+    expect(varintOf(refused, 1)).toBe(2n);
+    expect(varintOf(messagesOf(refused, 2)[0]!, 1)).toBe(2n);
   });
 });
