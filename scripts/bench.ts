@@ -31,6 +31,7 @@ import type { CheckRequest } from "../src/domain/request.js";
 import type { Rule } from "../src/domain/rule.js";
 import { redisCeiling } from "./bench/ceiling.js";
 import { startClientDriver, type ClientProcess, type ClientRunResult, type ClientWorkload } from "./bench/client-process.js";
+import { driveGrpc } from "./bench/grpc-load.js";
 import { driveHotBucket, type HotBucketRun } from "./bench/hot-bucket.js";
 import { drive, type LoadResult } from "./bench/load.js";
 import { startServer, type ServerProcess } from "./bench/processes.js";
@@ -64,6 +65,7 @@ const BATCH = 100;
 const CONNECTIONS = [1, 8, 32];
 const BATCH_CONNECTIONS = 4;
 const CLIENT_CALLERS = 32;
+const GRPC_STREAMS = 32;
 const CEILING_REQUESTS = smoke ? 10_000 : 200_000;
 const KEY_PREFIX = `fgbench:${process.pid}:`;
 const BASELINE_PREFIX = `rlfbench:${process.pid}:`;
@@ -105,8 +107,9 @@ async function main(): Promise<void> {
     const fewRules = ruleSet(FEW_RULES);
     const few = await seededDatabase("bench_few", fewRules, cleanups);
     const many = await seededDatabase("bench_many", ruleSet(MANY_RULES), cleanups);
+    const grpcPort = await freePort();
     const [floodgate, floodgateMany, floodgateNoCache, baseline] = await Promise.all([
-      startFloodgate("floodgate", few.url, {}),
+      startFloodgate("floodgate", few.url, { GRPC_PORT: String(grpcPort), GRPC_HOST: "127.0.0.1" }),
       startFloodgate(`floodgate, ${MANY_RULES.toLocaleString("en")} rules`, many.url, {}),
       startFloodgate("floodgate, over-limit cache off", few.url, { OVER_LIMIT_CACHE_SIZE: "0" }),
       startBaseline(),
@@ -137,6 +140,7 @@ async function main(): Promise<void> {
         http("single check", baseline, connections, CALLERS.map(baselineBody)),
       ]),
       http("single check", floodgateMany, 32, floodgateBodies),
+      grpc(`gRPC ShouldRateLimit, ${GRPC_STREAMS} concurrent streams`, floodgate, `127.0.0.1:${grpcPort}`),
       http(`checkLimitsBatch of ${BATCH}`, floodgate, BATCH_CONNECTIONS, batches, BATCH),
       http("attack on one key over its limit", floodgate, 32, attack),
       http("attack on one key over its limit", floodgateNoCache, 32, attack),
@@ -184,6 +188,17 @@ function http(name: string, server: ServerProcess, connections: number, bodies: 
     connections,
     decisionsPerRequest,
     drive: (seconds) => drive({ url: server.url, connections, seconds, bodies, headers: AUTHORIZATION }),
+  };
+}
+
+/** Envoy's rate limit service: one channel, GRPC_STREAMS calls in flight, each a descriptor like a single check (scripts/bench/grpc-load.ts). */
+function grpc(name: string, server: ServerProcess, address: string): Scenario {
+  return {
+    name,
+    server,
+    connections: GRPC_STREAMS,
+    decisionsPerRequest: 1,
+    drive: (seconds) => driveGrpc({ address, token: TOKEN, domain: TENANT, streams: GRPC_STREAMS, seconds, callers: CALLERS }),
   };
 }
 
@@ -353,6 +368,7 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
   const attackNoCache = find("attack", floodgateNoCache, 32);
   const client = find(`client, ${CLIENT_CALLERS} concurrent callers`, floodgate, CLIENT_CALLERS);
   const clientAttack = find("client, attack", floodgate, CLIENT_CALLERS);
+  const grpc32 = find("gRPC ShouldRateLimit", floodgate, GRPC_STREAMS);
   const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
   const rows = [
     [
@@ -380,6 +396,11 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
       `client, ${CLIENT_CALLERS} concurrent callers >= 1.5x baseline decisions/s at 32 conns, p99 no worse`,
       `${ratio(client.decisionsPerSecond, base32.decisionsPerSecond)} decisions/s, p99 ${fmt(client.p99, 2)} vs ${fmt(base32.p99, 2)} ms`,
       verdict(client.decisionsPerSecond >= 1.5 * base32.decisionsPerSecond && client.p99 <= base32.p99),
+    ],
+    [
+      `gRPC ShouldRateLimit, ${GRPC_STREAMS} streams, beside the GraphQL single check at 32 conns and the baseline`,
+      `${ratio(grpc32.decisionsPerSecond, fg32.decisionsPerSecond)} of GraphQL, ${ratio(grpc32.decisionsPerSecond, base32.decisionsPerSecond)} of baseline decisions/s, p99 ${fmt(grpc32.p99, 2)} vs ${fmt(fg32.p99, 2)} ms`,
+      "(measured)",
     ],
     [
       "client, attack on one key >= 20x the client's normal checks/s",

@@ -17,7 +17,8 @@
  * What cannot be honoured is refused whole, naming the field, before anything
  * is counted: a descriptor's own `limit` (Floodgate's rules set the limits),
  * descriptors whose hits differ (one request is one atomic call of one cost),
- * a key given twice in one descriptor.
+ * a key given twice in one descriptor. An entry with an empty value (a header
+ * present but empty) is left out, as if the header were absent.
  */
 
 import { ValidationError } from "../../domain/errors.js";
@@ -106,9 +107,10 @@ function descriptorCheck(descriptor: DescriptorMessage, field: string, tenantId:
   const seen = new Set<string>();
   descriptor.entries.forEach(({ key, value }, j) => {
     if (key === "") throw new ValidationError(`${field}.entries[${j}].key`, "must not be empty");
-    if (value === "") throw new ValidationError(`${field}.entries[${j}].value`, "must not be empty");
     if (seen.has(key)) throw new ValidationError(`${field}.entries[${j}].key`, `names ${JSON.stringify(key.slice(0, 64))} a second time in this descriptor`);
     seen.add(key);
+    // Envoy sends an empty value for a header that is present but empty: the entry says nothing, like an absent header.
+    if (value === "") return;
     const builtIn = BUILT_IN_ENTRIES[key as keyof typeof BUILT_IN_ENTRIES];
     if (builtIn === undefined) attributes.push({ key, value });
     else check[builtIn] = value;
