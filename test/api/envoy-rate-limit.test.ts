@@ -22,16 +22,19 @@ const tenant = newTenant();
 const DOMAIN = "edge";
 
 let t: TestApp;
+/** With the CHECKER key of `tenant`, whose domain is DOMAIN; each other case has a tenant (and domain) of its own, so that no case's rules apply to another's. */
 let envoy: EnvoyClient;
+/** With the ADMIN_TOKEN, which may check every tenant. */
+let admin: EnvoyClient;
 let checkerToken: string;
 
 async function apiKey(tenantId: string, role: "CHECKER" | "VIEWER"): Promise<string> {
   return (await t.client.data(CreateApiKeyDocument, { input: { tenantId, role, name: uniqueName(role.toLowerCase()) } })).createApiKey.secret;
 }
 
-/** A rule of the test's tenant, limit per minute unless said otherwise. */
-async function rule(input: Partial<CreateRuleInput> & { limit: number }) {
-  return createRule(t.client, { tenantId: tenant, name: uniqueName("rls"), window: 1, windowUnit: "MINUTES", ...input });
+/** A rule of the tenant, limit per minute unless said otherwise. */
+async function rule(tenantId: string, input: Partial<CreateRuleInput> & { limit: number }) {
+  return createRule(t.client, { tenantId, name: uniqueName("rls"), window: 1, windowUnit: "MINUTES", ...input });
 }
 
 const ip = (address: string): DescriptorInput => ({ entries: [{ key: "remote_address", value: address }] });
@@ -52,15 +55,17 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
     t = await startTestApp("real", { GRPC_PORT: "0", GRPC_DOMAINS: `${DOMAIN}=${tenant}` });
     checkerToken = await apiKey(tenant, "CHECKER");
     envoy = envoyClient(t.app.grpcAddress!, checkerToken);
+    admin = envoyClient(t.app.grpcAddress!, t.adminToken);
   });
   afterAll(async () => {
     envoy?.close();
+    admin?.close();
     await t?.stop();
   });
 
   it("decides every descriptor of a request in one call: statuses in order, and a refusal consumes nothing from the others", async () => {
-    const perIp = await rule({ scope: ["IP"], limit: 2 });
-    await rule({ resource: "/api/search", limit: 5, name: "search" });
+    const perIp = await rule(tenant, { scope: ["IP"], limit: 2 });
+    await rule(tenant, { resource: "/api/search", limit: 5, name: "search" });
     const request = { domain: DOMAIN, descriptors: [ip("10.1.0.1"), path("/api/search")] };
 
     const first = await envoy.shouldRateLimit(request);
@@ -90,17 +95,18 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
   });
 
   it("adds the request's hits_addend to every descriptor (0 counts as 1), or the descriptors' own when they agree", async () => {
-    await rule({ scope: ["USER"], limit: 10 });
+    const shop = newTenant();
+    await rule(shop, { scope: ["USER"], limit: 10 });
     const user = (id: string): DescriptorInput => ({ entries: [{ key: "user_id", value: id }] });
-    expect((await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [user("u1")], hits_addend: 3 })).statuses[0]!.limit_remaining).toBe(7);
-    expect((await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [user("u1")], hits_addend: 0 })).statuses[0]!.limit_remaining).toBe(6);
-    const own = await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [{ ...user("u1"), hits_addend: { value: 4 } }], hits_addend: 1 });
+    expect((await admin.shouldRateLimit({ domain: shop, descriptors: [user("u1")], hits_addend: 3 })).statuses[0]!.limit_remaining).toBe(7);
+    expect((await admin.shouldRateLimit({ domain: shop, descriptors: [user("u1")], hits_addend: 0 })).statuses[0]!.limit_remaining).toBe(6);
+    const own = await admin.shouldRateLimit({ domain: shop, descriptors: [{ ...user("u1"), hits_addend: { value: 4 } }], hits_addend: 1 });
     expect(own.statuses[0]!.limit_remaining).toBe(2);
-    const tooMany = await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [user("u1")], hits_addend: 3 });
+    const tooMany = await admin.shouldRateLimit({ domain: shop, descriptors: [user("u1")], hits_addend: 3 });
     expect(tooMany.overall_code).toBe("OVER_LIMIT");
     expect(tooMany.statuses[0]!.limit_remaining).toBe(2);
 
-    const differing = await grpcError(envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [{ ...user("u2"), hits_addend: { value: 2 } }, user("u3")], hits_addend: 5 }));
+    const differing = await grpcError(admin.shouldRateLimit({ domain: shop, descriptors: [{ ...user("u2"), hits_addend: { value: 2 } }, user("u3")], hits_addend: 5 }));
     expect(differing.code).toBe(status.INVALID_ARGUMENT);
     expect(differing.details).toBe("descriptors[1] adds 5 hits where another descriptor adds 2: the descriptors of one request are decided as one call of one cost");
   });
@@ -108,51 +114,49 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
   it("maps the domain: through GRPC_DOMAINS, else to the tenant of the same name", async () => {
     const other = newTenant();
     await createRule(t.client, { tenantId: other, name: "per-ip", scope: ["IP"], limit: 1, window: 1, windowUnit: "MINUTES" });
-    const admin = envoyClient(t.app.grpcAddress!, t.adminToken);
-    try {
-      expect((await admin.shouldRateLimit({ domain: other, descriptors: [ip("10.2.0.1")] })).statuses[0]).toMatchObject({ current_limit: { name: "per-ip" } });
-      expect((await admin.shouldRateLimit({ domain: other, descriptors: [ip("10.2.0.1")] })).overall_code).toBe("OVER_LIMIT");
-    } finally {
-      admin.close();
-    }
+    expect((await admin.shouldRateLimit({ domain: other, descriptors: [ip("10.2.0.1")] })).statuses[0]).toMatchObject({ current_limit: { name: "per-ip" } });
+    expect((await admin.shouldRateLimit({ domain: other, descriptors: [ip("10.2.0.1")] })).overall_code).toBe("OVER_LIMIT");
     // The tenant's CHECKER cannot check another tenant's domain.
     const forbidden = await grpcError(envoy.shouldRateLimit({ domain: other, descriptors: [ip("10.2.0.1")] }));
     expect(forbidden.code).toBe(status.PERMISSION_DENIED);
   });
 
   it("answers a descriptor no rule applies to OK without a limit", async () => {
-    const response = await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [{ entries: [{ key: "method", value: "OPTIONS" }] }] });
+    const shop = newTenant();
+    const response = await admin.shouldRateLimit({ domain: shop, descriptors: [{ entries: [{ key: "method", value: "OPTIONS" }] }] });
     expect(response.overall_code).toBe("OK");
     expect(response.statuses).toEqual([{ code: "OK", current_limit: null, limit_remaining: 0, duration_until_reset: null }]);
     expect(response.response_headers_to_add).toEqual([]);
   });
 
   it("answers LOG_ONLY's would-be refusals OK and publishes them as shadow throttle events", async () => {
-    const shadow = await rule({ scope: ["IP"], resource: "/shadow", limit: 1, action: "LOG_ONLY" });
-    const request = { domain: DOMAIN, descriptors: [{ entries: [{ key: "remote_address", value: "10.3.0.1" }, { key: "path", value: "/shadow" }] }] };
-    const events = subscribe(t.app.url, ThrottleEventsDocument, { tenantId: tenant, ruleId: shadow.id }, t.adminToken);
+    const shop = newTenant();
+    const shadow = await rule(shop, { scope: ["IP"], resource: "/shadow", limit: 1, action: "LOG_ONLY" });
+    const request = { domain: shop, descriptors: [{ entries: [{ key: "remote_address", value: "10.3.0.1" }, { key: "path", value: "/shadow" }] }] };
+    const events = subscribe(t.app.url, ThrottleEventsDocument, { tenantId: shop, ruleId: shadow.id }, t.adminToken);
     try {
       await events.ready(
         async () => {
-          const response = await envoy.shouldRateLimit(request);
+          const response = await admin.shouldRateLimit(request);
           expect(response.overall_code).toBe("OK");
           expect(response.statuses[0]!.code).toBe("OK");
         },
         (event) => event.throttleEvents.ruleId === shadow.id,
       );
       const [event] = await events.until((received) => received.length > 0);
-      expect(event!.throttleEvents).toMatchObject({ tenantId: tenant, action: "LOG_ONLY", shadow: true, key: "ip:10.3.0.1" });
+      expect(event!.throttleEvents).toMatchObject({ tenantId: shop, action: "LOG_ONLY", shadow: true, key: "ip:10.3.0.1" });
     } finally {
       await events.close();
     }
   });
 
   it("admits a THROTTLE rule's delayed request OK, telling the backend the delay in a request header", async () => {
+    const shop = newTenant();
     // A fixed window's line is the next window: the second request waits for it.
-    await rule({ scope: ["IP"], resource: "/slow", limit: 1, action: "THROTTLE", algorithm: "FIXED_WINDOW" });
-    const request = { domain: DOMAIN, descriptors: [{ entries: [{ key: "remote_address", value: "10.4.0.1" }, { key: "path", value: "/slow" }] }] };
-    expect((await envoy.shouldRateLimit(request)).request_headers_to_add).toEqual([]);
-    const delayed = await envoy.shouldRateLimit(request);
+    await rule(shop, { scope: ["IP"], resource: "/slow", limit: 1, action: "THROTTLE", algorithm: "FIXED_WINDOW" });
+    const request = { domain: shop, descriptors: [{ entries: [{ key: "remote_address", value: "10.4.0.1" }, { key: "path", value: "/slow" }] }] };
+    expect((await admin.shouldRateLimit(request)).request_headers_to_add).toEqual([]);
+    const delayed = await admin.shouldRateLimit(request);
     expect(delayed.overall_code).toBe("OK");
     expect(delayed.request_headers_to_add).toHaveLength(1);
     expect(delayed.request_headers_to_add[0]!.key).toBe("x-floodgate-delay-ms");
@@ -160,7 +164,8 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
   });
 
   it("refuses what it cannot honour, naming the field, and counts nothing", async () => {
-    await rule({ scope: ["IP"], resource: "/strict", limit: 1 });
+    const shop = newTenant();
+    await rule(shop, { scope: ["IP"], resource: "/strict", limit: 1 });
     const strict = (address: string): DescriptorInput => ({ entries: [{ key: "remote_address", value: address }, { key: "path", value: "/strict" }] });
     const cases: [DescriptorInput[], string][] = [
       [[strict("10.5.0.1"), { ...path("/strict"), limit: { requests_per_unit: 10, unit: "MINUTE" } }], "descriptors[1].limit is not supported: a descriptor's own limit cannot replace Floodgate's rules; set the limit as a rule (docs/envoy.md)"],
@@ -170,11 +175,11 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
       [[], "descriptors must hold at least one descriptor"],
     ];
     for (const [descriptors, message] of cases) {
-      const error = await grpcError(envoy.shouldRateLimit({ domain: DOMAIN, descriptors }));
+      const error = await grpcError(admin.shouldRateLimit({ domain: shop, descriptors }));
       expect(error.code).toBe(status.INVALID_ARGUMENT);
       expect(error.details).toBe(message);
     }
-    expect((await envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [strict("10.5.0.1")] })).statuses[0]).toMatchObject({ code: "OK", limit_remaining: 0 });
+    expect((await admin.shouldRateLimit({ domain: shop, descriptors: [strict("10.5.0.1")] })).statuses[0]).toMatchObject({ code: "OK", limit_remaining: 0 });
   });
 
   it("authenticates the bearer key of the call's metadata: CHECKER suffices, VIEWER and no key are refused", async () => {
@@ -198,18 +203,19 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
   });
 
   it("speaks the published wire format: a request encoded by field number alone gets an answer read by field number alone", async () => {
-    const perIp = await rule({ scope: ["IP"], limit: 2, window: 1, windowUnit: "HOURS" });
+    const shop = newTenant();
+    const perIp = await rule(shop, { scope: ["IP"], limit: 2, window: 1, windowUnit: "HOURS" });
     // RateLimitRequest: domain = 1, descriptors = 2, hits_addend = 3. RateLimitDescriptor: entries = 1 (Entry: key = 1,
     // value = 2), hits_addend = 3 (google.protobuf.UInt64Value: value = 1).
     const request = encodeMessage([
-      [1, DOMAIN],
+      [1, shop],
       [2, encodeMessage([[1, encodeMessage([[1, "remote_address"], [2, "10.7.0.1"]])], [3, encodeMessage([[1, 2]])]])],
       [3, 0],
     ]);
     // RateLimitResponse: overall_code = 1 (OK 1, OVER_LIMIT 2), statuses = 2, response_headers_to_add = 3 (HeaderValue:
     // key = 1, value = 2). DescriptorStatus: code = 1, current_limit = 2 (RateLimit: requests_per_unit = 1, unit = 2 with
     // HOUR 3, name = 3), limit_remaining = 3, duration_until_reset = 4 (google.protobuf.Duration: seconds = 1).
-    const admitted = decodeMessage(await envoy.raw(request, checkerToken));
+    const admitted = decodeMessage(await admin.raw(request, t.adminToken));
     expect(varintOf(admitted, 1)).toBe(1n);
     const [status] = messagesOf(admitted, 2);
     expect(varintOf(status!, 1)).toBe(1n);
@@ -221,7 +227,7 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
     const headers = messagesOf(admitted, 3).map((h) => [stringOf(h, 1), stringOf(h, 2)]);
     expect(headers).toContainEqual(["RateLimit-Policy", `"${perIp.name}";q=2;w=3600`]);
 
-    const refused = decodeMessage(await envoy.raw(request, checkerToken));
+    const refused = decodeMessage(await admin.raw(request, t.adminToken));
     expect(varintOf(refused, 1)).toBe(2n);
     expect(varintOf(messagesOf(refused, 2)[0]!, 1)).toBe(2n);
   });
