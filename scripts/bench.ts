@@ -24,9 +24,11 @@
 import { cpus, loadavg } from "node:os";
 import { Redis } from "ioredis";
 import { openDatabase } from "../src/db/database.js";
+import { ruleRowOf } from "../src/db/prisma-rule-repository.js";
 import { compileRule } from "../src/engine/decision/compiled-rule.js";
 import { RuleIndex } from "../src/engine/decision/rule-index.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
+import { NO_ATTRIBUTES } from "../src/domain/attributes.js";
 import type { CheckRequest } from "../src/domain/request.js";
 import type { Rule } from "../src/domain/rule.js";
 import { redisCeiling } from "./bench/ceiling.js";
@@ -253,7 +255,7 @@ async function seededDatabase(purpose: string, rules: Rule[], cleanups: (() => P
   const database = await openDatabase({ kind: "postgres", url: scratch.url });
   try {
     await database.migrate();
-    await database.prisma.rule.createMany({ data: rules });
+    await database.prisma.rule.createMany({ data: rules.map(ruleRowOf) });
   } finally {
     await database.close();
   }
@@ -307,7 +309,7 @@ async function expectDecision(server: ServerProcess, body: string, allowed: bool
 }
 
 function requestOf(c: Caller): CheckRequest {
-  return { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
+  return { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false, attributes: NO_ATTRIBUTES };
 }
 
 function header(): string {

@@ -32,6 +32,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
+import { NO_ATTRIBUTES } from "../src/domain/attributes.js";
 import type { Algorithm } from "../src/domain/rule.js";
 import type { BucketRef } from "../src/domain/ports.js";
 import type { CheckRequest } from "../src/domain/request.js";
@@ -67,7 +68,7 @@ interface Measured {
 /** The buckets of the bench's check by its first caller: the bench tenant's three rules. */
 function benchBuckets(): BucketRef[] {
   const c = caller(0);
-  const request: CheckRequest = { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false };
+  const request: CheckRequest = { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false, attributes: NO_ATTRIBUTES };
   return new RuleIndex(ruleSet(10).map(compileRule))
     .match(request)
     .map((rule) => ({ ruleId: rule.rule.id, key: rule.keyOf(request)!, params: rule.params }));

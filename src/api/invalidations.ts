@@ -13,6 +13,7 @@
  * another tenant's.
  */
 
+import { NO_ATTRIBUTES } from "../domain/attributes.js";
 import { compileBucketKey, WHOLE_RULE_KEY } from "../domain/bucket-key.js";
 import type { BucketReset, Invalidation, RuleChange } from "../domain/events.js";
 import type { EventBus, Unsubscribe } from "../domain/ports.js";
@@ -20,7 +21,7 @@ import { ALL_TENANTS } from "../domain/rule.js";
 import type { EventFilter } from "./event-pubsub.js";
 
 /** How a "*" rule keyed by tenant alone names tenant T's bucket: the prefix of every T bucket of a "*" rule. */
-const tenantPrefixOf = compileBucketKey({ tenantId: ALL_TENANTS, scope: ["TENANT"] });
+const tenantPrefixOf = compileBucketKey({ tenantId: ALL_TENANTS, scope: ["TENANT"], attributeKeys: [] });
 
 /**
  * Listens for the filter's tenant's invalidations (every tenant's for null)
@@ -44,7 +45,7 @@ export function listenForInvalidations(events: EventBus, { tenantId, mayReceive 
 }
 
 function visibleTo(tenantId: string): (ruleTenant: string, key: string | null) => boolean {
-  const prefix = tenantPrefixOf({ tenantId, userId: null, ip: null, apiKey: null, userAgent: null, cookie: null, resource: null, method: null, cost: 1, dryRun: false })!;
+  const prefix = tenantPrefixOf({ tenantId, userId: null, ip: null, apiKey: null, userAgent: null, cookie: null, resource: null, method: null, cost: 1, dryRun: false, attributes: NO_ATTRIBUTES })!;
   return (ruleTenant, key) => {
     if (ruleTenant === tenantId) return true;
     if (ruleTenant !== ALL_TENANTS) return false;

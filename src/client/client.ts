@@ -475,6 +475,7 @@ function inputOf(r: CheckLimitsInput): CheckLimitsInput {
     method: r.method,
     cost: r.cost,
     dryRun: r.dryRun,
+    attributes: r.attributes?.map(({ key, value }) => ({ key, value })),
   };
 }
 

@@ -20,6 +20,7 @@
  */
 
 import { combine, evaluate, limitParamsOf, stateExpiresAt, type BucketOutcome, type CounterState, type LimitParams } from "../domain/algorithms/index.js";
+import { compileConditions, type AttributeTest } from "../domain/attributes.js";
 import { bucketId, compileBucketKey, type BucketKeyOf } from "../domain/bucket-key.js";
 import { isNearLimit } from "../domain/decision.js";
 import { compileGlob, type CompiledGlob } from "../domain/glob.js";
@@ -35,6 +36,7 @@ type Result = FloodgateDecision["results"][number];
 interface KnownRule {
   rule: ClientRuleFragment;
   glob: CompiledGlob | null;
+  when: AttributeTest | null;
   keyOf: BucketKeyOf;
   /** This process's share of the rule. */
   params: LimitParams;
@@ -120,9 +122,10 @@ export class LocalLimiter {
   private applying(request: CheckRequest): { known: KnownRule; key: string }[] {
     const applying: { known: KnownRule; key: string }[] = [];
     for (const known of this.rules.values()) {
-      const { rule, glob } = known;
+      const { rule, glob, when } = known;
       if (!rule.enabled || (rule.tenantId !== request.tenantId && rule.tenantId !== ALL_TENANTS)) continue;
       if (rule.method !== null && rule.method !== request.method) continue;
+      if (when !== null && !when(request.attributes)) continue;
       if (glob !== null && (request.resource === null || !glob.matches(request.resource))) continue;
       const key = known.keyOf(request);
       if (key !== null) applying.push({ known, key });
@@ -142,6 +145,7 @@ export class LocalLimiter {
     return {
       rule,
       glob: rule.resource === null ? null : compileGlob(rule.resource),
+      when: compileConditions(rule.when),
       keyOf: compileBucketKey(rule),
       params: { ...whole, limit: share(whole.limit), capacity: share(whole.capacity) },
     };

@@ -1,8 +1,8 @@
 /**
  * Refusals remembered on the caller's side, so that a caller hammering over
  * its limit costs no network at all: once Floodgate refuses a check, the same
- * check (same tenant, user, ip, API key, user agent, cookie, path and method,
- * at that cost or more) is refused here until the Retry-After Floodgate gave,
+ * check (same tenant, user, ip, API key, user agent, cookie, path, method and
+ * attributes, at that cost or more) is refused here until the Retry-After Floodgate gave,
  * counted from when the check was sent. Only an enforcing refusal counted
  * against Floodgate's counters is remembered: never an admission, a degraded
  * (failure-mode) answer, or anything the client decided itself.
@@ -110,11 +110,14 @@ export class RefusalCache {
 
 /**
  * Everything Floodgate reads of a check to find its rules and buckets, one
- * field after another. Floodgate refuses control characters in every field,
- * so NUL cannot occur inside a field of a check it answered.
+ * field after another, then its attributes sorted by key (one check however
+ * it lists them). Floodgate refuses control characters in every field, so NUL
+ * cannot occur inside a field of a check it answered, and "=" in no attribute key.
  */
 function keyOf(r: CheckLimitsInput): string {
-  return [r.tenantId, r.userId, r.ip, r.apiKey, r.userAgent, r.cookie, r.resource?.split(/[?#]/, 1)[0], r.method?.toUpperCase()].map((v) => v ?? "").join("\u0000");
+  const fields = [r.tenantId, r.userId, r.ip, r.apiKey, r.userAgent, r.cookie, r.resource?.split(/[?#]/, 1)[0], r.method?.toUpperCase()].map((v) => v ?? "");
+  const attributes = (r.attributes ?? []).map(({ key, value }) => `${key}=${value}`).sort();
+  return [...fields, ...attributes].join("\u0000");
 }
 
 /**

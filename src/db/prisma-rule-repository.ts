@@ -17,6 +17,7 @@ import { ConflictError, RuleQuotaError } from "../domain/errors.js";
 import type { RuleChangeKind } from "../domain/events.js";
 import { creationsByTenant, type RuleRepository, type RuleWrite } from "../domain/ports.js";
 import { UNKNOWN_ORIGIN, type ChangeOrigin, type RuleRevision } from "../domain/revision.js";
+import type { AttributeCondition } from "../domain/attributes.js";
 import type { HttpMethod, Rule, RuleSpec } from "../domain/rule.js";
 import { Prisma, type PrismaClient, type Rule as RuleRow, type RuleRevision as RevisionRow } from "./generated/client.js";
 import { unavailable } from "./unavailable.js";
@@ -111,7 +112,7 @@ export class PrismaRuleRepository implements RuleRepository {
   }
 
   private async createIn(tx: Transaction, id: string, spec: RuleSpec, origin: ChangeOrigin, at: Date): Promise<Rule> {
-    const rule = toRule(await tx.rule.create({ data: { ...spec, id, version: 1, createdAt: at, updatedAt: at } }));
+    const rule = toRule(await tx.rule.create({ data: { ...ruleRowOf(spec), id, version: 1, createdAt: at, updatedAt: at } }));
     await record(tx, { kind: "CREATED", version: 1, before: null, after: rule, origin, at });
     return rule;
   }
@@ -120,7 +121,7 @@ export class PrismaRuleRepository implements RuleRepository {
   private async updateIn(tx: Transaction, id: string, spec: RuleSpec, version: number, origin: ChangeOrigin, at: Date): Promise<Rule | null> {
     const before = await tx.rule.findUnique({ where: { id } });
     if (before === null || before.version !== version) return null;
-    const rule = toRule(await tx.rule.update({ where: { id, version }, data: { ...spec, version: version + 1, updatedAt: at } }));
+    const rule = toRule(await tx.rule.update({ where: { id, version }, data: { ...ruleRowOf(spec), version: version + 1, updatedAt: at } }));
     await record(tx, { kind: "UPDATED", version: rule.version, before: toRule(before), after: rule, origin, at });
     return rule;
   }
@@ -178,14 +179,14 @@ async function record(tx: Transaction, revision: RevisionInput): Promise<void> {
 /** A rule as JSON for the revisions table: dates as ISO text. */
 function snapshot(rule: Rule | null): Prisma.InputJsonObject | typeof Prisma.DbNull {
   if (rule === null) return Prisma.DbNull;
-  return { ...rule, createdAt: rule.createdAt.toISOString(), updatedAt: rule.updatedAt.toISOString() };
+  return { ...ruleRowOf(rule), createdAt: rule.createdAt.toISOString(), updatedAt: rule.updatedAt.toISOString() };
 }
 
 function fromSnapshot(json: Prisma.JsonValue): Rule | null {
   if (json === null) return null;
   const rule = json as unknown as Rule & { createdAt: string; updatedAt: string };
-  // Revisions written before rules had a reach hold REGIONAL rules, as every rule was.
-  return { ...rule, reach: rule.reach ?? "REGIONAL", createdAt: new Date(rule.createdAt), updatedAt: new Date(rule.updatedAt) };
+  // Revisions written before rules had a reach or attributes hold REGIONAL rules without attributes, as every rule was.
+  return { ...rule, reach: rule.reach ?? "REGIONAL", attributeKeys: rule.attributeKeys ?? [], when: rule.when ?? [], createdAt: new Date(rule.createdAt), updatedAt: new Date(rule.updatedAt) };
 }
 
 function toRevision(row: RevisionRow): RuleRevision {
@@ -203,7 +204,12 @@ function toRevision(row: RevisionRow): RuleRevision {
 }
 
 function toRule(row: RuleRow): Rule {
-  return { ...row, method: row.method as HttpMethod | null };
+  return { ...row, method: row.method as HttpMethod | null, when: row.when as unknown as AttributeCondition[] };
+}
+
+/** A rule's fields as Prisma writes them: the conditions as JSON. */
+export function ruleRowOf<T extends RuleSpec>(spec: T): Omit<T, "when"> & { when: Prisma.InputJsonArray } {
+  return { ...spec, when: spec.when.map(({ key, values }) => ({ key, values })) };
 }
 
 function movedOn(): ConflictError {

@@ -7,10 +7,17 @@
  * No two different requests can produce the same key by accident or by
  * design: dimensions appear in one fixed order, each labelled, and the two
  * characters with meaning ("|" between dimensions, "%" for escapes) are
- * percent-escaped inside values. A rule of tenant "*" keys by tenant too
- * (unless its scope is empty: then it is one global bucket), so tenants never
- * share a bucket through a global rule. API keys are secrets: their buckets
- * are named by a hash, never by the key itself.
+ * percent-escaped inside values. Attributes a rule is keyed by follow the
+ * dimensions, sorted by key, each labelled "attr.<key>:"; no dimension's
+ * label starts with "attr.", and an attribute key cannot hold ":" or "|"
+ * (attributes.ts), so "attr.plan:free" can only come from the attribute plan.
+ * A rule of tenant "*" keys by tenant too (unless it has neither scope nor
+ * attribute keys: then it is one global bucket), so tenants never share a
+ * bucket through a global rule. API keys are secrets: their buckets are named
+ * by a hash, never by the key itself.
+ *
+ * Worked example: scope [USER], attributeKeys [route_group, plan], a request
+ * from user u1 with plan "pro" and route_group "a|b": "user:u1|attr.plan:pro|attr.route_group:a%7Cb".
  */
 
 import { createHash } from "node:crypto";
@@ -40,15 +47,28 @@ const VALUES: Record<Dimension, ValueOf> = {
   ENDPOINT: (r) => (r.resource === null ? null : `${r.method ?? "ANY"} ${r.resource}`),
 };
 
+/** The request's value of one of a rule's targets (what an override names), unescaped; null when it has none. */
+export function targetValue(target: { dimension: Dimension | null; attributeKey: string | null }, request: CheckRequest): string | null {
+  return target.dimension !== null ? VALUES[target.dimension](request) : (request.attributes.get(target.attributeKey!) ?? null);
+}
+
 /** Builds the bucket key of a request for one rule, or null when the request lacks a dimension the rule is keyed by. */
 export type BucketKeyOf = (request: CheckRequest) => string | null;
 
-export function compileBucketKey(rule: { tenantId: string; scope: readonly Dimension[] }): BucketKeyOf {
-  const dimensions = DIMENSIONS.filter(
-    (d) => rule.scope.includes(d) || (d === "TENANT" && rule.tenantId === ALL_TENANTS && rule.scope.length > 0),
-  );
-  if (dimensions.length === 0) return () => WHOLE_RULE_KEY;
-  const parts = dimensions.map((d) => ({ label: `${LABELS[d]}:`, value: VALUES[d] }));
+/** The label of an attribute's part of a bucket key. */
+export function attributeLabel(key: string): string {
+  return `attr.${key}`;
+}
+
+export function compileBucketKey(rule: { tenantId: string; scope: readonly Dimension[]; attributeKeys: readonly string[] }): BucketKeyOf {
+  const attributeKeys = [...rule.attributeKeys].sort();
+  const keyed = rule.scope.length > 0 || attributeKeys.length > 0;
+  const dimensions = DIMENSIONS.filter((d) => rule.scope.includes(d) || (d === "TENANT" && rule.tenantId === ALL_TENANTS && keyed));
+  if (!keyed) return () => WHOLE_RULE_KEY;
+  const parts: { label: string; value: ValueOf }[] = [
+    ...dimensions.map((d) => ({ label: `${LABELS[d]}:`, value: VALUES[d] })),
+    ...attributeKeys.map((key) => ({ label: `${attributeLabel(key)}:`, value: (r: CheckRequest) => r.attributes.get(key) ?? null })),
+  ];
   return (request) => {
     let key = "";
     for (const part of parts) {

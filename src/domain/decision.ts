@@ -1,3 +1,4 @@
+import type { Override } from "./override.js";
 import type { Action, Rule } from "./rule.js";
 
 export interface HttpHeader {
@@ -17,6 +18,8 @@ export type DecisionSource = (typeof DECISION_SOURCES)[number];
 export interface RuleResult {
   rule: Rule;
   key: string;
+  /** The override that gave this bucket its limit; null: the rule's own. */
+  override: Override | null;
   /** The rule admits the request (for LOG_ONLY: would admit it). */
   allowed: boolean;
   limit: number;

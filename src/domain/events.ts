@@ -1,3 +1,4 @@
+import type { Override } from "./override.js";
 import type { Action, Rule } from "./rule.js";
 
 /** What throttle and near-limit events say alike: which rule, which bucket, which request, and how many it stands for. */
@@ -73,6 +74,12 @@ export interface RuleChange {
   version: number;
   rule: Rule | null;
   at: Date;
+  /**
+   * Set when the change is to one of the rule's overrides (the rule's
+   * version grows by one, its fields stay): the override as written, or
+   * null for a deletion. Its version is the change's.
+   */
+  override?: { id: string; value: Override | null };
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 
 import { isIP } from "node:net";
+import { parseAttributes, type AttributeInput, type Attributes } from "./attributes.js";
 import { ValidationError } from "./errors.js";
 import { ALL_TENANTS, HTTP_METHODS, type HttpMethod } from "./rule.js";
 import { LENGTHS, MAX_COST } from "./service-limits.js";
@@ -21,6 +22,7 @@ export interface CheckRequestInput {
   method?: string | null;
   cost?: number | null;
   dryRun?: boolean | null;
+  attributes?: readonly AttributeInput[] | null;
 }
 
 export interface CheckRequest {
@@ -36,6 +38,8 @@ export interface CheckRequest {
   method: HttpMethod | null;
   cost: number;
   dryRun: boolean;
+  /** The caller's business attributes ("plan" -> "free"), each key once; empty when it names none. */
+  attributes: Attributes;
 }
 
 export function parseCheckRequest(input: CheckRequestInput, field = "request"): CheckRequest {
@@ -53,6 +57,7 @@ export function parseCheckRequest(input: CheckRequestInput, field = "request"): 
     method: httpMethod(input.method, `${field}.method`),
     cost: cost(input.cost, `${field}.cost`),
     dryRun: input.dryRun ?? false,
+    attributes: parseAttributes(input.attributes, `${field}.attributes`),
   };
 }
 
@@ -64,7 +69,7 @@ function identifier(value: string | null | undefined, field: string, max: number
   return value;
 }
 
-function ipAddress(value: string | null | undefined, field: string): string | null {
+export function ipAddress(value: string | null | undefined, field: string): string | null {
   const raw = identifier(value, field, LENGTHS.ip);
   if (raw === null) return null;
   const version = isIP(raw);

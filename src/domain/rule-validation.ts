@@ -5,11 +5,12 @@
  */
 
 import { MAX_EXACT } from "./algorithms/index.js";
+import { attributeKey, attributeValue, type AttributeCondition } from "./attributes.js";
 import { ValidationError } from "./errors.js";
 import { bool, integer, oneOf, text } from "./validation.js";
 import { validateGlob } from "./glob.js";
 import { httpMethod } from "./request.js";
-import { LENGTHS, RULE_BOUNDS } from "./service-limits.js";
+import { ATTRIBUTE_BOUNDS, LENGTHS, RULE_BOUNDS } from "./service-limits.js";
 import {
   ACTIONS,
   ALGORITHMS,
@@ -101,6 +102,8 @@ function checkRuleSpec(input: RuleInput, prefix: string): Checked<RuleSpec> {
     tenantId: collect(() => text(input.tenantId, f("tenantId"), LENGTHS.tenantId)),
     name: collect(() => text(input.name, f("name"), LENGTHS.ruleName)),
     scope: collect(() => scope(input.scope, f("scope"))),
+    attributeKeys: collect(() => attributeKeys(input.attributeKeys, f("attributeKeys"))),
+    when: collect(() => conditions(input.when, f("when"))),
     resource: collect(() => resource(input.resource, f("resource"))),
     method: collect(() => method(input.method, f("method"))),
     algorithm: collect(() => oneOf(input.algorithm, ALGORITHMS, f("algorithm"))),
@@ -115,11 +118,12 @@ function checkRuleSpec(input: RuleInput, prefix: string): Checked<RuleSpec> {
     enabled: collect(() => bool(input.enabled, f("enabled"))),
   };
   // The checks across fields need every field they read to be valid.
-  if (errors.length === 0) collect(() => checkAcrossFields(spec, f));
+  if (errors.length === 0) collect(() => validateAcrossFields(spec, f));
   return errors.length === 0 ? { ok: true, value: spec } : { ok: false, errors };
 }
 
-function checkAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) => string): void {
+/** The checks across limit, burst, window and algorithm; overrides meet them too, on the rule as they make it. */
+export function validateAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) => string): void {
   const seconds = windowSecondsOf(spec.window, spec.windowUnit);
   if (seconds > RULE_BOUNDS.maxWindowSeconds) {
     throw new ValidationError(f("window"), `must be at most 366 days (got ${spec.window} ${spec.windowUnit.toLowerCase()})`);
@@ -153,6 +157,47 @@ function scope(value: unknown, field: string): RuleSpec["scope"] {
   const repeated = dimensions.find((d, i) => dimensions.indexOf(d) !== i);
   if (repeated) throw new ValidationError(field, `lists ${repeated} twice`);
   return DIMENSIONS.filter((d) => dimensions.includes(d));
+}
+
+/** Sorted, so that one set of keys is one rule however it is listed (and one bucket key order). */
+function attributeKeys(value: unknown, field: string): string[] {
+  if (!Array.isArray(value)) throw new ValidationError(field, "must be a list of attribute keys");
+  if (value.length > ATTRIBUTE_BOUNDS.keysPerRule) {
+    throw new ValidationError(field, `must list at most ${ATTRIBUTE_BOUNDS.keysPerRule} attribute keys (got ${value.length})`);
+  }
+  const keys = value.map((key, i) => attributeKey(key, `${field}[${i}]`));
+  const repeated = keys.find((key, i) => keys.indexOf(key) !== i);
+  if (repeated !== undefined) throw new ValidationError(field, `lists ${JSON.stringify(repeated)} twice`);
+  return keys.sort(byCodePoint);
+}
+
+function conditions(value: unknown, field: string): AttributeCondition[] {
+  if (!Array.isArray(value)) throw new ValidationError(field, "must be a list of conditions, each { key, values }");
+  if (value.length > ATTRIBUTE_BOUNDS.conditionsPerRule) {
+    throw new ValidationError(field, `must hold at most ${ATTRIBUTE_BOUNDS.conditionsPerRule} conditions (got ${value.length})`);
+  }
+  const checked = value.map((condition, i): AttributeCondition => {
+    const at = `${field}[${i}]`;
+    if (typeof condition !== "object" || condition === null || Array.isArray(condition)) throw new ValidationError(at, "must be { key, values }");
+    const { key, values, ...rest } = condition as Record<string, unknown>;
+    const unknown = Object.keys(rest)[0];
+    if (unknown !== undefined) throw new ValidationError(`${at}.${unknown}`, "is not a field of a condition; its fields are key and values");
+    if (!Array.isArray(values) || values.length === 0) throw new ValidationError(`${at}.values`, "must be a list of one or more values");
+    if (values.length > ATTRIBUTE_BOUNDS.valuesPerCondition) {
+      throw new ValidationError(`${at}.values`, `must hold at most ${ATTRIBUTE_BOUNDS.valuesPerCondition} values (got ${values.length})`);
+    }
+    const texts = values.map((v, j) => attributeValue(v, `${at}.values[${j}]`));
+    const repeated = texts.find((v, j) => texts.indexOf(v) !== j);
+    if (repeated !== undefined) throw new ValidationError(`${at}.values`, `lists ${JSON.stringify(repeated)} twice`);
+    return { key: attributeKey(key, `${at}.key`), values: texts };
+  });
+  const repeated = checked.find((c, i) => checked.findIndex((other) => other.key === c.key) !== i);
+  if (repeated !== undefined) throw new ValidationError(field, `has two conditions on ${JSON.stringify(repeated.key)}: give one its values`);
+  return checked.sort((a, b) => byCodePoint(a.key, b.key));
+}
+
+function byCodePoint(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function resource(value: unknown, field: string): string | null {

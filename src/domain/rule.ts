@@ -1,5 +1,7 @@
 /** The vocabulary of a rule: pure data, shared by every layer. */
 
+import type { AttributeCondition } from "./attributes.js";
+
 export const DIMENSIONS = ["TENANT", "USER", "IP", "API_KEY", "CLIENT", "ENDPOINT"] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
@@ -47,6 +49,10 @@ export interface RuleSpec {
   tenantId: string;
   name: string;
   scope: Dimension[];
+  /** Attribute keys the buckets are keyed by too, after the scope's dimensions (see attributes.ts); sorted. */
+  attributeKeys: string[];
+  /** The attribute values a request must carry for the rule to apply; sorted by key. Empty: every request. */
+  when: AttributeCondition[];
   resource: string | null;
   method: HttpMethod | null;
   algorithm: Algorithm;
@@ -71,6 +77,8 @@ export interface Rule extends RuleSpec {
 
 export const RULE_DEFAULTS = {
   scope: [] as Dimension[],
+  attributeKeys: [] as string[],
+  when: [] as AttributeCondition[],
   resource: null,
   method: null,
   algorithm: "SLIDING_WINDOW_COUNTER" as Algorithm,

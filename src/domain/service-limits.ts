@@ -27,8 +27,16 @@ export const LENGTHS = {
   cookie: 4096,
   /** The path every rule's pattern is matched against: matching costs up to its length per rule (see glob.ts). */
   resource: 2048,
-  /** resetLimit's bucket key: every key a check can make fits, every dimension at its longest (under 3,000). */
-  bucketKey: 4096,
+  /** A check's attribute key ("plan", "route_group"): a name, not data; part of the bucket key of every rule keyed by it. */
+  attributeKey: 64,
+  /** A check's attribute value: any plan, region, route group or customer id fits, as a userId does. */
+  attributeValue: 256,
+  /**
+   * resetLimit's bucket key: every key a check can make fits, every dimension
+   * and every attribute a rule may be keyed by at its longest, escapes and
+   * labels included (about 3,000 for the dimensions, 8 x 839 for attributes).
+   */
+  bucketKey: 16384,
   /** A rule's name: shown in dashboards and events, where a sentence is plenty. */
   ruleName: 200,
   /** An API key's name, as for a rule's. */
@@ -58,6 +66,22 @@ export const MAX_BATCH = 1000;
  * stalled reader can pin in memory stays bounded.
  */
 export const SUBSCRIBER_BUFFER = 1000;
+
+/**
+ * Attributes a check may carry, and what a rule may say of them: a check's
+ * attributes are held in memory and hashed into bucket keys, and a rule's
+ * conditions are tested on every check its tenant sends, so both stay small.
+ */
+export const ATTRIBUTE_BOUNDS = {
+  /** Attributes on one check: an Envoy descriptor rarely has more than a handful of entries. */
+  perRequest: 16,
+  /** Attribute keys one rule's buckets are keyed by (its bucket key grows with each). */
+  keysPerRule: 8,
+  /** Conditions of one rule's `when`. */
+  conditionsPerRule: 8,
+  /** Values one condition accepts: a list of plans or regions, not a directory. */
+  valuesPerCondition: 100,
+} as const;
 
 /** What one rule may ask for. */
 export const RULE_BOUNDS = {

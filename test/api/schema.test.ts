@@ -44,6 +44,12 @@ describe("schema.graphql", () => {
     // Issue 19: a rule's reach, REGIONAL (every rule until then) unless it says GLOBAL.
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field reach on input type CreateRuleInput was added.",
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field reach on input type UpdateRuleInput was added.",
+    // Issue 15: business attributes on a check, and rules keyed by them or applying to some of their values; without them, as before.
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field attributeKeys on input type CreateRuleInput was added.",
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field when on input type CreateRuleInput was added.",
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field attributeKeys on input type UpdateRuleInput was added.",
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field when on input type UpdateRuleInput was added.",
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field attributes on input type CheckLimitsInput was added.",
   ];
 
   it("makes no dangerous change to the contract (argument defaults, enum values, optional arguments) beyond the chosen extensions", () => {

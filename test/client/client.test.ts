@@ -189,6 +189,21 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       expect(client.stats()).toMatchObject({ decisions: { network: 5, refusalCache: 0 }, refusalCache: { entries: 0 } });
     });
 
+    it("keeps a refusal to the check's attributes: another plan's check still asks Floodgate", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 1, { when: [{ key: "plan", values: ["free"] }] });
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
+      await untilCacheLive(client);
+      const free = { tenantId, userId: "u1", attributes: [{ key: "plan", value: "free" }] };
+      expect((await client.check(free)).allowed).toBe(true);
+      expect(await client.check(free)).toMatchObject({ allowed: false, source: "COUNTER_STORE" });
+      expect((await client.check(free)).source).toBe("CLIENT_REFUSAL_CACHE");
+      // No rule applies to these: Floodgate answers (source null), the cache does not.
+      expect(await client.check({ ...free, attributes: [{ key: "plan", value: "pro" }] })).toMatchObject({ allowed: true, source: null });
+      expect(await client.check({ tenantId, userId: "u1" })).toMatchObject({ allowed: true, source: null });
+      expect(client.stats().decisions).toMatchObject({ network: 4, refusalCache: 1 });
+    });
+
     it("serves nothing while its push channel is down, forgets what it had, and is used again once the channel listens again", async () => {
       const tenantId = newTenant();
       await perUser(tenantId, 1);
@@ -273,6 +288,21 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       // Outside the rule's glob nothing applies; invalid input is still the caller's fault.
       expect(await client.check({ tenantId, userId: "u2", resource: "/other" })).toMatchObject({ allowed: true, rule: null, degraded: true });
       await expect(client.check({ tenantId, ip: "nope" })).rejects.toMatchObject({ code: "BAD_USER_INPUT", field: "request.ip" });
+    });
+    it("LOCAL applies a rule's conditions and attribute keys as Floodgate does", async () => {
+      const tenantId = newTenant();
+      const rule = await perUser(tenantId, 1, { scope: [], attributeKeys: ["customer"], when: [{ key: "plan", values: ["free"] }] });
+      const proxy = await startTcpProxy("127.0.0.1", Number(new URL(suite.t.app.url).port));
+      cleanups.push(() => proxy.stop());
+      const client = track(patientClient(`http://127.0.0.1:${proxy.port}/graphql`, await apiKey(suite.client, tenantId), { failureMode: "LOCAL", cache: false }));
+      const of = (plan: string, customer: string) => ({ tenantId, attributes: [{ key: "plan", value: plan }, { key: "customer", value: customer }] });
+      expect((await client.check(of("free", "c0"))).rule?.id).toBe(rule.id);
+      await proxy.stop();
+
+      expect(await client.check(of("free", "c1"))).toMatchObject({ allowed: true, degraded: true, results: [{ key: "attr.customer:c1" }] });
+      expect(await client.check(of("free", "c1"))).toMatchObject({ allowed: false, degraded: true });
+      expect(await client.check(of("free", "c2"))).toMatchObject({ allowed: true, results: [{ key: "attr.customer:c2" }] });
+      expect(await client.check(of("pro", "c1"))).toMatchObject({ allowed: true, rule: null });
     });
   });
 

@@ -88,8 +88,10 @@ function migrationCases(open: () => Promise<Target>): void {
       "version",
       "created_at",
       "updated_at",
-      // Added by a later migration: a new column comes last.
+      // Added by later migrations: a new column comes last.
       "reach",
+      "attribute_keys",
+      "attribute_conditions",
     ]);
   });
 

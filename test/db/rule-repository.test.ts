@@ -34,6 +34,8 @@ const CHANGED: RuleSpec = {
   action: "THROTTLE",
   failureMode: "CLOSED",
   reach: "GLOBAL",
+  attributeKeys: ["customer"],
+  when: [{ key: "plan", values: ["pro"] }],
   priority: -1,
   enabled: true,
 };

@@ -7,7 +7,7 @@ import { DIMENSIONS, type Dimension } from "../../src/domain/rule.js";
 import { makeTenantOnlyCheckRequest } from "../support/domain-factory.js";
 
 function keyOf(scope: Dimension[], fields: Partial<CheckRequest>, tenantId = "acme"): string | null {
-  return compileBucketKey({ tenantId, scope })(makeTenantOnlyCheckRequest(fields));
+  return compileBucketKey({ tenantId, scope, attributeKeys: [] })(makeTenantOnlyCheckRequest(fields));
 }
 
 const full: Partial<CheckRequest> = {
@@ -215,7 +215,7 @@ describe("compileBucketKey escaping", () => {
       [a.replaceAll("|", "%7C"), b],
       [a, b.replaceAll("%", "%25")],
     ];
-    const keyOfPair = compileBucketKey({ tenantId: "acme", scope: ["USER", "IP"] });
+    const keyOfPair = compileBucketKey({ tenantId: "acme", scope: ["USER", "IP"], attributeKeys: [] });
     fc.assert(
       fc.property(fc.array(fc.tuple(value, value, value), { minLength: 1, maxLength: 40 }), (triples) => {
         const pairs = new Map(triples.flatMap(lookalikes).map((pair) => [JSON.stringify(pair), pair] as const));
@@ -229,7 +229,7 @@ describe("compileBucketKey escaping", () => {
   it("maps distinct (tenantId, userId) pairs to distinct keys under a rule of every tenant", () => {
     const unit = fc.constantFrom("a", "|", "%", ":", "u", "s", "e", "r", "7", "C");
     const value = fc.string({ unit, minLength: 1, maxLength: 8 });
-    const keyOfPair = compileBucketKey({ tenantId: "*", scope: ["USER"] });
+    const keyOfPair = compileBucketKey({ tenantId: "*", scope: ["USER"], attributeKeys: [] });
     fc.assert(
       fc.property(value, value, value, value, (t1, u1, t2, u2) => {
         fc.pre(t1 !== t2 || u1 !== u2);
@@ -349,6 +349,62 @@ describe("clientFingerprint with a cookie", () => {
         expect(new Set(list.map(clientFingerprint)).size).toBe(list.length);
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe("compileBucketKey with attribute keys", () => {
+  const keyWith = (rule: { tenantId?: string; scope?: Dimension[]; attributeKeys: string[] }, fields: Partial<CheckRequest>) =>
+    compileBucketKey({ tenantId: rule.tenantId ?? "acme", scope: rule.scope ?? [], attributeKeys: rule.attributeKeys })(makeTenantOnlyCheckRequest(fields));
+  const attributes = (entries: Record<string, string>) => new Map(Object.entries(entries));
+
+  it("labels each attribute after the dimensions, sorted by key", () => {
+    const fields = { userId: "u1", attributes: attributes({ route_group: "search", plan: "pro" }) };
+    expect(keyWith({ scope: ["USER"], attributeKeys: ["route_group", "plan"] }, fields)).toBe("user:u1|attr.plan:pro|attr.route_group:search");
+    expect(keyWith({ scope: ["USER"], attributeKeys: ["plan", "route_group"] }, fields)).toBe("user:u1|attr.plan:pro|attr.route_group:search");
+  });
+
+  it("keys by attributes alone", () => {
+    expect(keyWith({ attributeKeys: ["plan"] }, { attributes: attributes({ plan: "free" }) })).toBe("attr.plan:free");
+  });
+
+  it("returns null when the request lacks an attribute the rule is keyed by", () => {
+    expect(keyWith({ scope: ["USER"], attributeKeys: ["plan"] }, { userId: "u1" })).toBeNull();
+  });
+
+  it("escapes attribute values as it escapes dimensions", () => {
+    expect(keyWith({ attributeKeys: ["plan"] }, { attributes: attributes({ plan: "a|b%" }) })).toBe("attr.plan:a%7Cb%25");
+  });
+
+  it("keys a rule of every tenant by tenant too when it is keyed by attributes only", () => {
+    expect(keyWith({ tenantId: "*", attributeKeys: ["plan"] }, { tenantId: "globex", attributes: attributes({ plan: "free" }) })).toBe("tenant:globex|attr.plan:free");
+  });
+
+  it("leaves the keys of rules without attribute keys as they were, whatever the request's attributes", () => {
+    expect(keyWith({ scope: ["USER"], attributeKeys: [] }, { userId: "u1", attributes: attributes({ plan: "pro" }) })).toBe("user:u1");
+    expect(keyWith({ attributeKeys: [] }, { attributes: attributes({ plan: "pro" }) })).toBe(WHOLE_RULE_KEY);
+  });
+
+  it("maps distinct requests to distinct keys across dimensions and attributes, values built to look like labels and separators", () => {
+    const unit = fc.constantFrom("a", "|", "%", ":", "7", "C", "attr.", "user:", "ip:", "k");
+    const value = fc.string({ unit, minLength: 1, maxLength: 6 });
+    const request = fc.record({ userId: fc.option(value, { nil: null }), k: fc.option(value), ka: fc.option(value) });
+    const rule = { tenantId: "*", scope: ["USER"] as Dimension[], attributeKeys: ["k", "k.a"] };
+    const keyOfRequest = compileBucketKey(rule);
+    const of = (r: { userId: string | null; k: string | null; ka: string | null }) => {
+      const entries: [string, string][] = [];
+      if (r.k !== null) entries.push(["k", r.k]);
+      if (r.ka !== null) entries.push(["k.a", r.ka]);
+      return keyOfRequest(makeTenantOnlyCheckRequest({ tenantId: "acme", userId: r.userId, attributes: new Map(entries) }));
+    };
+    fc.assert(
+      fc.property(request, request, (first, second) => {
+        fc.pre(JSON.stringify(first) !== JSON.stringify(second));
+        const a = of(first);
+        const b = of(second);
+        if (a !== null || b !== null) expect(a).not.toBe(b);
+      }),
+      { numRuns: 3000 },
     );
   });
 });

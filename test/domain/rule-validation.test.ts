@@ -526,6 +526,7 @@ describe("specOf", () => {
       [
         "action",
         "algorithm",
+        "attributeKeys",
         "burst",
         "enabled",
         "failureMode",
@@ -537,6 +538,7 @@ describe("specOf", () => {
         "resource",
         "scope",
         "tenantId",
+        "when",
         "window",
         "windowUnit",
       ].sort(),
@@ -576,5 +578,57 @@ describe("sameSpec", () => {
     expect(sameSpec(spec, { ...spec, scope: ["USER", "IP"] })).toBe(true);
     expect(sameSpec(spec, { ...spec, scope: ["USER"] })).toBe(false);
     expect(sameSpec(spec, { ...spec, burst: 3 })).toBe(false);
+  });
+});
+
+describe("validateNewRule attributes", () => {
+  it("keeps attribute keys sorted and conditions sorted by key, so one rule is one spec however it is listed", () => {
+    const spec = validateNewRule({
+      ...valid,
+      attributeKeys: ["route_group", "customer"],
+      when: [
+        { key: "region", values: ["eu"] },
+        { key: "plan", values: ["free", "trial"] },
+      ],
+    });
+    expect(spec.attributeKeys).toEqual(["customer", "route_group"]);
+    expect(spec.when).toEqual([
+      { key: "plan", values: ["free", "trial"] },
+      { key: "region", values: ["eu"] },
+    ]);
+  });
+
+  it("defaults to no attribute keys and no conditions", () => {
+    expect(validateNewRule(valid)).toMatchObject({ attributeKeys: [], when: [] });
+  });
+
+  it.each([
+    [{ attributeKeys: "plan" }, "input.attributeKeys", "input.attributeKeys must be a list of attribute keys"],
+    [{ attributeKeys: ["plan", "plan"] }, "input.attributeKeys", 'input.attributeKeys lists "plan" twice'],
+    [{ attributeKeys: ["a:b"] }, "input.attributeKeys[0]", 'input.attributeKeys[0] must be letters, digits, "_", "-" and "." only (got "a:b")'],
+    [{ attributeKeys: ["ok", "x|y"] }, "input.attributeKeys[1]", 'input.attributeKeys[1] must be letters, digits, "_", "-" and "." only (got "x|y")'],
+    [{ attributeKeys: [""] }, "input.attributeKeys[0]", "input.attributeKeys[0] must be 1 to 64 characters (got 0)"],
+    [{ attributeKeys: ["k".repeat(65)] }, "input.attributeKeys[0]", "input.attributeKeys[0] must be 1 to 64 characters (got 65)"],
+    [{ attributeKeys: Array.from({ length: 9 }, (_, i) => `k${i}`) }, "input.attributeKeys", "input.attributeKeys must list at most 8 attribute keys (got 9)"],
+    [{ when: { key: "plan" } }, "input.when", "input.when must be a list of conditions, each { key, values }"],
+    [{ when: ["plan"] }, "input.when[0]", "input.when[0] must be { key, values }"],
+    [{ when: [{ key: "plan", values: [] }] }, "input.when[0].values", "input.when[0].values must be a list of one or more values"],
+    [{ when: [{ key: "plan", values: ["free", "free"] }] }, "input.when[0].values", 'input.when[0].values lists "free" twice'],
+    [{ when: [{ key: "plan", values: [""] }] }, "input.when[0].values[0]", "input.when[0].values[0] must not be empty (leave the attribute out instead)"],
+    [{ when: [{ key: "plan", values: ["a\u0000"] }] }, "input.when[0].values[0]", "input.when[0].values[0] must not contain control characters"],
+    [{ when: [{ key: "pl an", values: ["x"] }] }, "input.when[0].key", 'input.when[0].key must be letters, digits, "_", "-" and "." only (got "pl an")'],
+    [{ when: [{ values: ["x"] }] }, "input.when[0].key", "input.when[0].key is required"],
+    [{ when: [{ key: "plan", values: ["x"], value: "y" }] }, "input.when[0].value", "input.when[0].value is not a field of a condition; its fields are key and values"],
+    [
+      { when: [{ key: "plan", values: ["a"] }, { key: "plan", values: ["b"] }] },
+      "input.when",
+      'input.when has two conditions on "plan": give one its values',
+    ],
+    [{ when: [{ key: "plan", values: Array.from({ length: 101 }, (_, i) => `v${i}`) }] }, "input.when[0].values", "input.when[0].values must hold at most 100 values (got 101)"],
+    [{ when: Array.from({ length: 9 }, (_, i) => ({ key: `k${i}`, values: ["x"] })) }, "input.when", "input.when must hold at most 8 conditions (got 9)"],
+  ] as const)("rejects %j, naming %s", (fields, field, message) => {
+    const error = rejectNew({ ...valid, ...fields });
+    expect(error.field).toBe(field);
+    expect(error.message).toBe(message);
   });
 });

@@ -19,6 +19,7 @@ import {
   isLeafType,
   isListType,
   isNonNullType,
+  type GraphQLInputObjectType,
   type GraphQLArgument,
   type GraphQLField,
   type GraphQLFormattedError,
@@ -49,6 +50,8 @@ const EXAMPLE_INPUTS: Record<string, Record<string, unknown>> = {
   UpdateRuleInput: { limit: 2 },
   CreateApiKeyInput: { tenantId: TENANT, role: "VIEWER", name: "walked" },
   CheckLimitsInput: { tenantId: TENANT, dryRun: true },
+  AttributeInput: { key: "plan", value: "free" },
+  AttributeConditionInput: { key: "plan", values: ["free"] },
 };
 
 interface Case {
@@ -62,6 +65,31 @@ interface Case {
 function isText(type: GraphQLInputType): boolean {
   const named = getNamedType(type);
   return named.name === "ID" || named.name === "String";
+}
+
+function isList(type: GraphQLInputType): boolean {
+  return isListType(isNonNullType(type) ? type.ofType : type);
+}
+
+/**
+ * The ID and String fields of an input type, and of the input types it
+ * holds, each with where it is ("attributes[0].key") and the example with a
+ * hostile value put there; a list holds one element, the hostile one.
+ */
+function textFields(type: GraphQLInputObjectType): { path: string; withHostile(example: Record<string, unknown>, hostile: string): Record<string, unknown> }[] {
+  return Object.values(type.getFields()).flatMap((inner) => {
+    const at = (value: unknown) => (isList(inner.type) ? [value] : value);
+    const path = `${inner.name}${isList(inner.type) ? "[0]" : ""}`;
+    if (isText(inner.type)) return [{ path, withHostile: (example: Record<string, unknown>, hostile: string) => ({ ...example, [inner.name]: at(hostile) }) }];
+    const named = getNamedType(inner.type);
+    if (!isInputObjectType(named)) return [];
+    const nested = EXAMPLE_INPUTS[named.name];
+    if (nested === undefined) throw new Error(`no example input for ${named.name}: add one to EXAMPLE_INPUTS`);
+    return textFields(named).map((deeper) => ({
+      path: `${path}.${deeper.path}`,
+      withHostile: (example: Record<string, unknown>, hostile: string) => ({ ...example, [inner.name]: at(deeper.withHostile(nested, hostile)) }),
+    }));
+  });
 }
 
 function cases(ids: { rule: string; key: string }): Case[] {
@@ -88,14 +116,14 @@ function cases(ids: { rule: string; key: string }): Case[] {
         if (isText(arg.type)) all.push({ field, operation, path: arg.name, variables: (hostile) => ({ ...validArgs(), [arg.name]: hostile }) });
         const named = getNamedType(arg.type);
         if (!isInputObjectType(named)) continue;
-        const list = isListType(isNonNullType(arg.type) ? arg.type.ofType : arg.type);
-        for (const inner of Object.values(named.getFields()).filter((f) => isText(f.type))) {
+        const list = isList(arg.type);
+        for (const inner of textFields(named)) {
           all.push({
             field,
             operation,
-            path: `${arg.name}${list ? "[0]" : ""}.${inner.name}`,
+            path: `${arg.name}${list ? "[0]" : ""}.${inner.path}`,
             variables: (hostile) => {
-              const value = { ...EXAMPLE_INPUTS[named.name], [inner.name]: hostile };
+              const value = inner.withHostile(EXAMPLE_INPUTS[named.name]!, hostile);
               return { ...validArgs(), [arg.name]: list ? [value] : value };
             },
           });
@@ -160,7 +188,16 @@ describe(`control characters in every ID and String argument (${storage} storage
 
   it("refuses each with BAD_USER_INPUT naming the argument, over HTTP and WebSocket, and nothing reaches the database", { timeout: 120_000 }, async () => {
     const walked = cases(ids);
-    expect(walked.map((c) => `${c.field.name}(${c.path})`)).toEqual(expect.arrayContaining(["ruleHistory(id)", "revokeApiKey(id)", "apiKeys(tenantId)", "throttleEvents(ruleId)"]));
+    expect(walked.map((c) => `${c.field.name}(${c.path})`)).toEqual(
+      expect.arrayContaining([
+        "ruleHistory(id)",
+        "revokeApiKey(id)",
+        "apiKeys(tenantId)",
+        "throttleEvents(ruleId)",
+        "checkLimits(request.attributes[0].value)",
+        "createRule(input.when[0].values[0])",
+      ]),
+    );
     const wrong: string[] = [];
     for (const c of walked) {
       const query = documentOf(c);

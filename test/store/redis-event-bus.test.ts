@@ -18,6 +18,8 @@ const RULE_CHANGE: RuleChange = {
     tenantId: "acme",
     name: "per-user",
     scope: ["USER"],
+    attributeKeys: [],
+    when: [],
     resource: "/api/**",
     method: null,
     algorithm: "TOKEN_BUCKET",

@@ -1,5 +1,6 @@
 /** Complete, valid domain objects for tests (rules, rule specs, check requests); every field can be overridden. */
 
+import { NO_ATTRIBUTES } from "../../src/domain/attributes.js";
 import type { CheckRequest } from "../../src/domain/request.js";
 import type { Rule, RuleSpec } from "../../src/domain/rule.js";
 
@@ -10,6 +11,8 @@ import type { Rule, RuleSpec } from "../../src/domain/rule.js";
  */
 export const CONTRACT_RULE_DEFAULTS = {
   scope: [],
+  attributeKeys: [],
+  when: [],
   resource: null,
   method: null,
   algorithm: "SLIDING_WINDOW_COUNTER",
@@ -32,7 +35,10 @@ export function makeRule(fields: Partial<Rule> = {}): Rule {
     tenantId: "acme",
     name: `rule ${sequence}`,
     ...CONTRACT_RULE_DEFAULTS,
-    scope: [], // an array of the rule's own, not the shared constant's
+    // Arrays of the rule's own, not the shared constant's.
+    scope: [],
+    attributeKeys: [],
+    when: [],
     algorithm: "FIXED_WINDOW", // what the engine suites were written against
     limit: 5,
     window: 60,
@@ -52,6 +58,8 @@ export function makeNonDefaultRuleSpec(fields: Partial<RuleSpec> = {}): RuleSpec
     tenantId: "acme",
     name: "per-user",
     scope: ["USER", "IP"],
+    attributeKeys: ["plan", "route_group"],
+    when: [{ key: "region", values: ["eu", "us"] }],
     resource: "/api/**",
     method: "POST",
     algorithm: "TOKEN_BUCKET",
@@ -82,6 +90,7 @@ export function makeTenantOnlyCheckRequest(fields: Partial<CheckRequest> = {}): 
     method: null,
     cost: 1,
     dryRun: false,
+    attributes: NO_ATTRIBUTES,
     ...fields,
   };
 }

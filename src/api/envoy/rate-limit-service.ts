@@ -31,7 +31,7 @@ export class RateLimitService {
   async shouldRateLimit(authorization: string | undefined, request: RateLimitRequestMessage, deadlineAtMs: number): Promise<RateLimitResponseMessage> {
     const principal = await this.options.keys.authenticate(authorization);
     const checks = descriptorChecks(request, this.options.domainTenants).map(({ check, attributes }, i) =>
-      parseCheckRequest(Object.assign({}, check, { attributes }), `descriptors[${i}]`),
+      parseCheckRequest({ ...check, attributes }, `descriptors[${i}]`),
     );
     const budgetMs = Number.isFinite(deadlineAtMs) ? storeBudgetMs(deadlineAtMs - Date.now()) : undefined;
     return rateLimitResponse(await this.options.limiter.checkTogether(principal, checks, { budgetMs }));

@@ -1,6 +1,7 @@
 import { Field, InputType, Int, ObjectType } from "type-graphql";
 import type { DecisionSource } from "../../domain/decision.js";
 import type { Action } from "../../domain/rule.js";
+import { AttributeInput } from "./attribute.type.js";
 import { ActionEnum, DecisionSourceEnum } from "./enums.js";
 import { RuleType } from "./rule.type.js";
 
@@ -38,6 +39,12 @@ export class CheckLimitsInput {
 
   @Field(() => Boolean, { nullable: true, defaultValue: false, description: "Evaluate without consuming anything." })
   dryRun?: boolean | null;
+
+  @Field(() => [AttributeInput], {
+    nullable: true,
+    description: "Business attributes (plan, region, route group...): rules may be keyed by them (attributeKeys) and apply only to some of their values (when). At most 16, each key once.",
+  })
+  attributes?: AttributeInput[] | null;
 }
 
 @ObjectType("HttpHeader", { simpleResolvers: true })

@@ -1,5 +1,6 @@
 import { Field, InputType, Int } from "type-graphql";
 import type { Action, Algorithm, Dimension, FailureMode, Reach, WindowUnit } from "../../domain/rule.js";
+import { AttributeConditionInput } from "./attribute.type.js";
 import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, ReachEnum, WindowUnitEnum } from "./enums.js";
 
 @InputType()
@@ -12,6 +13,12 @@ export class CreateRuleInput {
 
   @Field(() => [DimensionEnum], { nullable: true, defaultValue: [] })
   scope?: Dimension[] | null;
+
+  @Field(() => [String], { nullable: true, defaultValue: [], description: "Attribute keys the buckets are keyed by too, after the scope's dimensions." })
+  attributeKeys?: string[] | null;
+
+  @Field(() => [AttributeConditionInput], { nullable: true, defaultValue: [], description: "The rule applies only to checks whose attributes meet every condition." })
+  when?: AttributeConditionInput[] | null;
 
   @Field(() => String, { nullable: true })
   resource?: string | null;
@@ -57,6 +64,12 @@ export class UpdateRuleInput {
 
   @Field(() => [DimensionEnum], { nullable: true })
   scope?: Dimension[] | null;
+
+  @Field(() => [String], { nullable: true })
+  attributeKeys?: string[] | null;
+
+  @Field(() => [AttributeConditionInput], { nullable: true })
+  when?: AttributeConditionInput[] | null;
 
   @Field(() => String, { nullable: true })
   resource?: string | null;

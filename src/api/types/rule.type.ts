@@ -1,5 +1,6 @@
 import { Field, ID, Int, ObjectType } from "type-graphql";
 import type { Action, Algorithm, Dimension, FailureMode, Reach, WindowUnit } from "../../domain/rule.js";
+import { AttributeConditionType } from "./attribute.type.js";
 import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, ReachEnum, WindowUnitEnum } from "./enums.js";
 
 @ObjectType("Rule", { simpleResolvers: true })
@@ -15,6 +16,12 @@ export class RuleType {
 
   @Field(() => [DimensionEnum], { description: "Dimensions the buckets are keyed by; empty: one bucket shared by every request the rule matches." })
   scope!: Dimension[];
+
+  @Field(() => [String], { description: "Attribute keys the buckets are keyed by too, after the scope's dimensions (sorted)." })
+  attributeKeys!: string[];
+
+  @Field(() => [AttributeConditionType], { description: "Conditions on the check's attributes, all of which must hold for the rule to apply; empty: every check." })
+  when!: AttributeConditionType[];
 
   @Field(() => String, { nullable: true, description: 'Glob over the request\'s resource ("/api/v1/*", "/api/**"); null matches every resource.' })
   resource!: string | null;

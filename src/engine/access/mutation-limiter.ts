@@ -11,6 +11,7 @@
  * API keys of other tenants hit the admin limit and when.
  */
 
+import { NO_ATTRIBUTES } from "../../domain/attributes.js";
 import { BOOTSTRAP } from "./api-key-service.js";
 import type { Principal } from "../../domain/access.js";
 import { RateLimitedError } from "../../domain/errors.js";
@@ -44,6 +45,7 @@ export class MutationLimiter {
         method: null,
         cost: changes,
         dryRun: false,
+        attributes: NO_ATTRIBUTES,
       },
     ]);
     if (!decision!.allowed) {
@@ -58,6 +60,8 @@ function builtInRule(perMinute: number, at: Date): Rule {
     tenantId: ADMIN_TENANT,
     name: "admin mutations per API key",
     scope: ["API_KEY"],
+    attributeKeys: [],
+    when: [],
     resource: null,
     method: null,
     algorithm: "SLIDING_WINDOW_COUNTER",

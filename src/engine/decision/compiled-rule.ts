@@ -5,14 +5,20 @@
  */
 
 import { limitParamsOf, type LimitParams } from "../../domain/algorithms/index.js";
+import { compileConditions, type AttributeTest } from "../../domain/attributes.js";
 import { compileBucketKey, type BucketKeyOf } from "../../domain/bucket-key.js";
 import { compileGlob, type CompiledGlob } from "../../domain/glob.js";
+import { keyedTargets, type OverrideTarget } from "../../domain/override.js";
 import { windowSecondsOf, type Rule } from "../../domain/rule.js";
 
 export interface CompiledRule {
   readonly rule: Rule;
   readonly glob: CompiledGlob | null;
+  /** The rule's `when`; null when it has none and applies whatever the attributes. */
+  readonly when: AttributeTest | null;
   readonly keyOf: BucketKeyOf;
+  /** What an override of the rule can name, in the bucket key's order. */
+  readonly targets: readonly OverrideTarget[];
   readonly params: LimitParams;
   readonly windowSeconds: number;
   /** The rule's name as a structured-field string, for RateLimit-Policy and RateLimit. */
@@ -28,12 +34,19 @@ export function compileRule(rule: Rule): CompiledRule {
   return {
     rule,
     glob: rule.resource === null ? null : compileGlob(rule.resource),
+    when: compileConditions(rule.when),
     keyOf: compileBucketKey(rule),
+    targets: keyedTargets(rule),
     params,
     windowSeconds,
     policyName,
-    policyItem: `${policyName};q=${params.capacity};w=${windowSeconds}`,
+    policyItem: policyItemOf(policyName, params),
   };
+}
+
+/** A bucket's item of the RateLimit-Policy header: its rule's, or its override's when one applies. */
+export function policyItemOf(policyName: string, params: LimitParams): string {
+  return `${policyName};q=${params.capacity};w=${params.windowMs / 1000}`;
 }
 
 /**

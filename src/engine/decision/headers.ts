@@ -15,8 +15,8 @@ export interface HeaderInput {
   allowed: boolean;
   nowMs: number;
   retryAfter: number | null;
-  /** Enforcing results, most restrictive first, each with its compiled rule. */
-  enforcing: readonly { result: RuleResult; compiled: CompiledRule }[];
+  /** Enforcing results, most restrictive first, each with its compiled rule and its bucket's RateLimit-Policy item (an override's, where one applies). */
+  enforcing: readonly { result: RuleResult; compiled: CompiledRule; policyItem: string }[];
 }
 
 export function rateLimitHeaders({ allowed, nowMs, retryAfter, enforcing }: HeaderInput): HttpHeader[] {
@@ -32,7 +32,7 @@ export function rateLimitHeaders({ allowed, nowMs, retryAfter, enforcing }: Head
   headers.push(
     {
       name: "RateLimit-Policy",
-      value: enforcing.map(({ compiled }) => compiled.policyItem).join(", "),
+      value: enforcing.map(({ policyItem }) => policyItem).join(", "),
     },
     {
       name: "RateLimit",

@@ -9,13 +9,14 @@
  */
 
 import { authorize, type Principal } from "../../domain/access.js";
-import type { BucketOutcome } from "../../domain/algorithms/index.js";
+import type { BucketOutcome, LimitParams } from "../../domain/algorithms/index.js";
+import type { Override } from "../../domain/override.js";
 import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../../domain/decision.js";
 import type { LimitEvent } from "../../domain/events.js";
 import { rank, type Rankable } from "../../domain/most-restrictive.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../../domain/ports.js";
 import type { CheckRequest } from "../../domain/request.js";
-import type { CompiledRule } from "./compiled-rule.js";
+import { policyItemOf, type CompiledRule } from "./compiled-rule.js";
 import { rateLimitHeaders, secondsUntil } from "./headers.js";
 import type { OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
@@ -30,11 +31,15 @@ export interface LimiterOptions {
 interface Applicable {
   compiled: CompiledRule;
   key: string;
+  /** The rule's, or the override's that applies to this bucket. */
+  params: LimitParams;
+  override: Override | null;
 }
 
 interface Ranked extends Rankable {
   result: RuleResult;
   compiled: CompiledRule;
+  policyItem: string;
 }
 
 /**
@@ -116,11 +121,11 @@ export class Limiter {
     const sentAtMs = this.clock.now();
     const calls: CounterCall[] = [];
     const plans = requests.map((checks): Plan => {
-      const { applicable, partsOf } = this.applicableTo(checks, joint);
+      const { applicable, partsOf } = this.applicableTo(checks, joint, sentAtMs);
       if (applicable.length === 0) return { kind: "no-rule", partsOf };
       const { cost, dryRun } = checks[0]!;
       const buckets = applicable.map(
-        ({ compiled, key }): BucketRef => ({ ruleId: compiled.rule.id, key, params: compiled.params, failureMode: compiled.rule.failureMode }),
+        ({ compiled, key, params }): BucketRef => ({ ruleId: compiled.rule.id, key, params, failureMode: compiled.rule.failureMode }),
       );
       const local = this.refusedLocally(buckets, cost, sentAtMs);
       if (local !== null) return { kind: "refused-locally", applicable, partsOf, ...local };
@@ -204,12 +209,12 @@ export class Limiter {
    * The buckets that apply to a request's checks, each bucket once, and for a
    * request of several checks the buckets of each (by index).
    */
-  private applicableTo(checks: readonly CheckRequest[], joint: boolean): { applicable: Applicable[]; partsOf: number[][] | null } {
-    if (!joint) return { applicable: this.applicable(checks[0]!), partsOf: null };
+  private applicableTo(checks: readonly CheckRequest[], joint: boolean, nowMs: number): { applicable: Applicable[]; partsOf: number[][] | null } {
+    if (!joint) return { applicable: this.applicable(checks[0]!, nowMs), partsOf: null };
     const applicable: Applicable[] = [];
     const indexOf = new Map<string, number>();
     const partsOf = checks.map((check) =>
-      this.applicable(check).map((bucket) => {
+      this.applicable(check, nowMs).map((bucket) => {
         const id = `${bucket.compiled.rule.id}\u0000${bucket.key}`;
         let index = indexOf.get(id);
         if (index === undefined) {
@@ -222,33 +227,37 @@ export class Limiter {
     return { applicable, partsOf };
   }
 
-  private applicable(request: CheckRequest): Applicable[] {
+  private applicable(request: CheckRequest, nowMs: number): Applicable[] {
     const applicable: Applicable[] = [];
     for (const compiled of this.rules.match(request)) {
       const key = compiled.keyOf(request);
-      if (key !== null) applicable.push({ compiled, key });
+      if (key === null) continue;
+      const overridden = this.rules.overrideFor(compiled, request, nowMs);
+      applicable.push({ compiled, key, params: overridden?.params ?? compiled.params, override: overridden?.override ?? null });
     }
     return applicable;
   }
 
   /** `consulted`: which buckets were read (null: all of them). */
   private decision(applicable: readonly Applicable[], reply: CounterReply, source: DecisionSource, consulted: readonly boolean[] | null): Decision {
-    const unranked: Ranked[] = applicable.map(({ compiled, key }, i) => {
+    const unranked: Ranked[] = applicable.map(({ compiled, key, params, override }, i) => {
       const outcome = reply.outcomes[i]!;
       return {
         compiled,
+        policyItem: override === null ? compiled.policyItem : policyItemOf(compiled.policyName, params),
         retryAfterMs: outcome.retryAfterMs,
         result: {
           rule: compiled.rule,
           key,
+          override,
           allowed: outcome.conforming,
-          limit: compiled.params.capacity,
+          limit: params.capacity,
           remaining: outcome.remaining,
           resetAt: new Date(outcome.resetAtMs),
           retryAfter: outcome.retryAfterMs === null ? null : Math.max(1, secondsUntil(outcome.retryAfterMs, 0)),
           delayMs: outcome.delayMs,
           consulted: consulted === null || consulted[i]!,
-          nearLimit: isNearLimit(outcome.conforming, outcome.remaining, compiled.params.capacity),
+          nearLimit: isNearLimit(outcome.conforming, outcome.remaining, params.capacity),
         },
       };
     });

@@ -2,12 +2,19 @@
  * The rules this instance enforces, compiled, in memory: a check never reads
  * the database. Changes arrive as RuleChanges (this instance's own and every
  * other instance's, through RuleSync) and full reloads; a rule never goes back
- * to an older version than one already seen.
+ * to an older version than one already seen. So with overrides: each is
+ * applied by its own version (the rule's version it was written with), so
+ * that an override change heard late never undoes a later one.
  */
 
+import type { LimitParams } from "../../domain/algorithms/index.js";
+import { targetValue } from "../../domain/bucket-key.js";
 import type { RuleChange } from "../../domain/events.js";
+import type { Override } from "../../domain/override.js";
+import type { CheckRequest } from "../../domain/request.js";
 import type { Rule } from "../../domain/rule.js";
 import { compileRule, type CompiledRule } from "./compiled-rule.js";
+import { RuleOverrides } from "./override-index.js";
 import { RuleIndex } from "./rule-index.js";
 
 export class RuleBook {
@@ -19,6 +26,11 @@ export class RuleBook {
   private changes = 0;
   private index = new RuleIndex([]);
   private loadedAt: Date | null = null;
+  private readonly overrides = new Map<string, RuleOverrides>();
+  /** Which rule each known override belongs to, and the versions of deleted ones (as `deleted` for rules). */
+  private readonly overrideRules = new Map<string, string>();
+  private readonly deletedOverrides = new Map<string, number>();
+  private readonly overrideAppliedAt = new Map<string, number>();
 
   /** A point in the sequence of applied changes: take it before reading the repository, pass it to load(). */
   mark(): number {
@@ -31,7 +43,7 @@ export class RuleBook {
    * know: a rule created then is kept though the snapshot lacks it, one deleted
    * then stays deleted, and a newer version is never replaced by an older one.
    */
-  load(rules: readonly Rule[], since: number = this.changes): void {
+  load(rules: readonly Rule[], since: number = this.changes, overrides?: readonly Override[]): void {
     const fresh = new Map<string, CompiledRule>();
     for (const rule of rules) {
       if ((this.deleted.get(rule.id) ?? 0) >= rule.version) continue;
@@ -49,8 +61,32 @@ export class RuleBook {
         this.deleted.delete(id);
       }
     }
+    if (overrides !== undefined) this.loadOverrides(overrides, since);
     this.loadedAt = new Date();
     this.reindex();
+  }
+
+  /** As load() for rules: what changed after `since` is kept, and a newer version is never replaced by an older one. */
+  private loadOverrides(overrides: readonly Override[], since: number): void {
+    const fresh = new Map<string, Override>();
+    for (const override of overrides) {
+      if ((this.deletedOverrides.get(override.id) ?? 0) >= override.version || !this.rules.has(override.ruleId)) continue;
+      const known = this.knownOverride(override.id);
+      fresh.set(override.id, known !== undefined && known.version >= override.version ? known : override);
+    }
+    for (const [id, ruleId] of this.overrideRules) {
+      const known = this.overrides.get(ruleId)?.get(id);
+      if (known !== undefined && !fresh.has(id) && (this.overrideAppliedAt.get(id) ?? 0) > since) fresh.set(id, known);
+    }
+    this.overrides.clear();
+    this.overrideRules.clear();
+    for (const override of fresh.values()) this.setOverride(override);
+    for (const [id, at] of this.overrideAppliedAt) {
+      if (at <= since) {
+        this.overrideAppliedAt.delete(id);
+        this.deletedOverrides.delete(id);
+      }
+    }
   }
 
   /**
@@ -58,18 +94,66 @@ export class RuleBook {
    * A deletion is final (ids are never reused), whatever its version.
    */
   apply(change: RuleChange): boolean {
+    const overrideApplied = change.override !== undefined && this.applyOverride(change.ruleId, change.override.id, change.version, change.override.value);
+    return this.applyRule(change) || overrideApplied;
+  }
+
+  private applyRule(change: RuleChange): boolean {
     const known = this.rules.get(change.ruleId)?.rule.version ?? this.deleted.get(change.ruleId) ?? 0;
     const deletion = change.kind === "DELETED" || change.rule === null;
     if (deletion ? this.deleted.has(change.ruleId) : change.version <= known) return false;
     if (deletion) {
       this.rules.delete(change.ruleId);
       this.deleted.set(change.ruleId, Math.max(known, change.version));
+      for (const override of this.overrides.get(change.ruleId)?.values() ?? []) this.overrideRules.delete(override.id);
+      this.overrides.delete(change.ruleId);
     } else {
       this.rules.set(change.ruleId, compileRule(change.rule!));
     }
     this.appliedAt.set(change.ruleId, ++this.changes);
     this.reindex();
     return true;
+  }
+
+  /** Applies one override change at `version`; false when it is not newer than what the book holds. */
+  private applyOverride(ruleId: string, id: string, version: number, value: Override | null): boolean {
+    const known = this.knownOverride(id)?.version ?? this.deletedOverrides.get(id) ?? 0;
+    if (version <= known) return false;
+    if (value === null) {
+      this.overrides.get(this.overrideRules.get(id) ?? ruleId)?.delete(id);
+      this.overrideRules.delete(id);
+      this.deletedOverrides.set(id, version);
+    } else {
+      this.setOverride({ ...value, version });
+    }
+    this.overrideAppliedAt.set(id, ++this.changes);
+    return true;
+  }
+
+  private setOverride(override: Override): void {
+    let byRule = this.overrides.get(override.ruleId);
+    if (byRule === undefined) this.overrides.set(override.ruleId, (byRule = new RuleOverrides()));
+    const replaced = byRule.replacing(override);
+    if (replaced !== null) this.overrideRules.delete(replaced);
+    byRule.set(override);
+    this.overrideRules.set(override.id, override.ruleId);
+  }
+
+  private knownOverride(id: string): Override | undefined {
+    const ruleId = this.overrideRules.get(id);
+    return ruleId === undefined ? undefined : this.overrides.get(ruleId)?.get(id);
+  }
+
+  /** The override that applies to the request's bucket of this rule at nowMs, with the params it gives; null: the rule's own. */
+  overrideFor(compiled: CompiledRule, request: CheckRequest, nowMs: number): { override: Override; params: LimitParams } | null {
+    const byRule = this.overrides.get(compiled.rule.id);
+    if (byRule === undefined) return null;
+    return byRule.find(compiled.rule, compiled.targets, (target) => targetValue(target, request), nowMs);
+  }
+
+  /** The rule's overrides as this instance holds them (live or not yet swept). */
+  overridesOf(ruleId: string): Override[] {
+    return [...(this.overrides.get(ruleId)?.values() ?? [])];
   }
 
   match(...args: Parameters<RuleIndex["match"]>): CompiledRule[] {

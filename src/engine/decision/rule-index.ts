@@ -5,7 +5,8 @@
  * walks the request's path down the tenant's trie and the "*" trie and only
  * tests the rules it meets for the request's method and for any method, so
  * 10,000 rules in other tenants, under other prefixes or for other methods
- * cost nothing.
+ * cost nothing. A rule it meets applies when its glob and its conditions on
+ * the request's attributes (`when`) both hold.
  */
 
 import { pathSegments, type MatchMeter } from "../../domain/glob.js";
@@ -69,8 +70,8 @@ export class RuleIndex {
       let node = this.tenants.get(tenant);
       let depth = 0;
       while (node) {
-        collectMatching(node.rules, segments, matched, meter);
-        if (request.method !== null) collectMatching(node.byMethod.get(request.method), segments, matched, meter);
+        collectMatching(node.rules, request, segments, matched, meter);
+        if (request.method !== null) collectMatching(node.byMethod.get(request.method), request, segments, matched, meter);
         node = segments !== null && depth < segments.length ? node.children.get(segments[depth++]!) : undefined;
       }
     }
@@ -79,9 +80,16 @@ export class RuleIndex {
 }
 
 /** `segments`: the request's path, split once for all the rules; null when the request names no resource. */
-function collectMatching(rules: readonly CompiledRule[] | undefined, segments: readonly string[] | null, matched: CompiledRule[], meter: MatchMeter | undefined): void {
+function collectMatching(
+  rules: readonly CompiledRule[] | undefined,
+  request: CheckRequest,
+  segments: readonly string[] | null,
+  matched: CompiledRule[],
+  meter: MatchMeter | undefined,
+): void {
   for (const compiled of rules ?? []) {
-    const { glob } = compiled;
+    const { glob, when } = compiled;
+    if (when !== null && !when(request.attributes)) continue;
     if (glob === null || (segments !== null && glob.matchesSegments(segments, meter))) matched.push(compiled);
   }
 }

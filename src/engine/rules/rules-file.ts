@@ -1,8 +1,8 @@
 /**
  * The rules file: YAML holding one list, `rules`, whose entries have exactly
- * the fields of createRule's input (tenantId, name, scope, resource, method,
- * algorithm, limit, window, windowUnit, burst, action, failureMode, reach,
- * priority, enabled), with the same defaults:
+ * the fields of createRule's input (tenantId, name, scope, attributeKeys,
+ * when, resource, method, algorithm, limit, window, windowUnit, burst, action,
+ * failureMode, reach, priority, enabled), with the same defaults:
  *
  *   rules:
  *     - tenantId: acme
@@ -27,6 +27,8 @@ const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [
   "tenantId",
   "name",
   "scope",
+  "attributeKeys",
+  "when",
   "resource",
   "method",
   "algorithm",
@@ -40,6 +42,8 @@ const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [
   "priority",
   "enabled",
 ];
+
+const FLOW_LISTS = new Set(["scope", "attributeKeys", "values"]);
 
 /** Written even when equal to a default: what a reader needs to recognise a rule. */
 const ALWAYS_WRITTEN = new Set<keyof RuleSpec>(["tenantId", "name", "limit", "window"]);
@@ -182,8 +186,8 @@ export function writeRulesFile(rules: readonly Rule[]): string {
   doc.commentBefore = " Floodgate rules: import with importRules or `npm run rules -- import FILE`; README.md describes the fields.";
   visit(doc, {
     Pair(_, pair) {
-      // Dimensions read best on one line: scope: [USER, IP].
-      if (isScalar(pair.key) && pair.key.value === "scope" && isSeq(pair.value)) pair.value.flow = true;
+      // Lists of names read best on one line: scope: [USER, IP], attributeKeys: [plan], values: [free, trial].
+      if (isScalar(pair.key) && FLOW_LISTS.has(String(pair.key.value)) && isSeq(pair.value)) pair.value.flow = true;
     },
     Seq(_, seq) {
       // A blank line between rules.

@@ -10,11 +10,12 @@ const NOW = 1_700_000_000_000;
 function enforced(
   ruleFields: Partial<Rule>,
   resultFields: Partial<RuleResult> = {},
-): { result: RuleResult; compiled: CompiledRule } {
+): { result: RuleResult; compiled: CompiledRule; policyItem: string } {
   const compiled = compileRule(makeRule(ruleFields));
   const result: RuleResult = {
     rule: compiled.rule,
     key: "user:u1",
+    override: null,
     allowed: true,
     limit: compiled.params.capacity,
     remaining: 3,
@@ -25,7 +26,7 @@ function enforced(
     nearLimit: false,
     ...resultFields,
   };
-  return { result, compiled };
+  return { result, compiled, policyItem: compiled.policyItem };
 }
 
 function header(headers: { name: string; value: string }[], name: string): string | undefined {

@@ -1,0 +1,154 @@
+import { describe, expect, it } from "vitest";
+import type { Override, OverrideSpec } from "../../../src/domain/override.js";
+import { validateOverride } from "../../../src/domain/override.js";
+import type { Rule } from "../../../src/domain/rule.js";
+import { compileRule } from "../../../src/engine/decision/compiled-rule.js";
+import { globMatches, RuleOverrides } from "../../../src/engine/decision/override-index.js";
+import { targetValue } from "../../../src/domain/bucket-key.js";
+import { makeRule, makeTenantOnlyCheckRequest } from "../../support/domain-factory.js";
+import { validationErrorOf } from "../../support/validation-error.js";
+
+const NOW = Date.UTC(2026, 10, 30, 12);
+let sequence = 0;
+
+function override(rule: Rule, fields: Partial<OverrideSpec>): Override {
+  sequence += 1;
+  return {
+    id: `o${sequence}`,
+    tenantId: rule.tenantId,
+    ruleId: rule.id,
+    dimension: "USER",
+    attributeKey: null,
+    match: "EXACT",
+    identifier: "alice",
+    limit: 1000,
+    burst: null,
+    window: null,
+    windowUnit: null,
+    expiresAt: null,
+    note: null,
+    version: 2,
+    actor: null,
+    createdAt: new Date(NOW),
+    updatedAt: new Date(NOW),
+    ...fields,
+  };
+}
+
+function finder(rule: Rule, overrides: Override[]) {
+  const index = new RuleOverrides();
+  for (const o of overrides) index.set(o);
+  const compiled = compileRule(rule);
+  return (fields: Parameters<typeof makeTenantOnlyCheckRequest>[0], nowMs = NOW) => {
+    const request = makeTenantOnlyCheckRequest(fields);
+    const found = index.find(rule, compiled.targets, (target) => targetValue(target, request), nowMs);
+    return found === null ? null : { identifier: found.override.identifier, limit: found.params.limit };
+  };
+}
+
+describe("an override's precedence", () => {
+  const rule = makeRule({ scope: ["USER", "IP"], limit: 5 });
+
+  it("takes an exact identifier over any glob, the most specific glob over others, then the rule", () => {
+    const find = finder(rule, [
+      override(rule, { match: "GLOB", identifier: "*@acme.com", limit: 50 }),
+      override(rule, { match: "GLOB", identifier: "*@sales.acme.com", limit: 60 }),
+      override(rule, { match: "EXACT", identifier: "bob@sales.acme.com", limit: 70 }),
+    ]);
+    expect(find({ userId: "bob@sales.acme.com", ip: "10.0.0.1" })).toEqual({ identifier: "bob@sales.acme.com", limit: 70 });
+    expect(find({ userId: "eve@sales.acme.com", ip: "10.0.0.1" })).toEqual({ identifier: "*@sales.acme.com", limit: 60 });
+    expect(find({ userId: "eve@acme.com", ip: "10.0.0.1" })).toEqual({ identifier: "*@acme.com", limit: 50 });
+    expect(find({ userId: "eve@example.com", ip: "10.0.0.1" })).toBeNull();
+  });
+
+  it("takes the longest CIDR block for IP, and an exact override of an earlier dimension before any", () => {
+    const find = finder(rule, [
+      override(rule, { dimension: "IP", match: "CIDR", identifier: "10.0.0.0/8", limit: 8 }),
+      override(rule, { dimension: "IP", match: "CIDR", identifier: "10.1.0.0/16", limit: 16 }),
+      override(rule, { dimension: "IP", match: "EXACT", identifier: "10.1.2.3", limit: 32 }),
+      override(rule, { dimension: "IP", match: "CIDR", identifier: "2001:db8::/32", limit: 6 }),
+      override(rule, { dimension: "USER", identifier: "vip", limit: 1 }),
+    ]);
+    expect(find({ userId: "u", ip: "10.1.2.3" })).toMatchObject({ limit: 32 });
+    expect(find({ userId: "u", ip: "10.1.9.9" })).toMatchObject({ limit: 16 });
+    expect(find({ userId: "u", ip: "10.200.0.1" })).toMatchObject({ limit: 8 });
+    expect(find({ userId: "u", ip: "11.0.0.1" })).toBeNull();
+    expect(find({ userId: "u", ip: "2001:db8:1::5" })).toMatchObject({ limit: 6 });
+    expect(find({ userId: "vip", ip: "10.1.2.3" })).toMatchObject({ limit: 1 });
+  });
+
+  it("skips an expired override from the moment it expires, falling back to the next", () => {
+    const find = finder(rule, [
+      override(rule, { identifier: "alice", limit: 100, expiresAt: new Date(NOW + 1000) }),
+      override(rule, { match: "GLOB", identifier: "ali*", limit: 10 }),
+    ]);
+    expect(find({ userId: "alice", ip: "10.0.0.1" }, NOW + 999)).toMatchObject({ limit: 100 });
+    expect(find({ userId: "alice", ip: "10.0.0.1" }, NOW + 1000)).toMatchObject({ limit: 10 });
+  });
+
+  it("replaces an override of the same identity, and forgets a deleted one", () => {
+    const index = new RuleOverrides();
+    const first = override(rule, { identifier: "alice", limit: 100 });
+    index.set(first);
+    index.set({ ...override(rule, { identifier: "alice", limit: 200 }) });
+    expect(index.size).toBe(1);
+    const compiled = compileRule(rule);
+    const request = makeTenantOnlyCheckRequest({ userId: "alice", ip: "10.0.0.1" });
+    expect(index.find(rule, compiled.targets, (t) => targetValue(t, request), NOW)?.params.limit).toBe(200);
+    index.delete([...index.values()][0]!.id);
+    expect(index.find(rule, compiled.targets, (t) => targetValue(t, request), NOW)).toBeNull();
+  });
+
+  it("finds one of 100,000 overrides without looking at the others", () => {
+    const overrides = Array.from({ length: 100_000 }, (_, i) => override(rule, { identifier: `user-${i}`, limit: i + 1 }));
+    overrides.push(override(rule, { match: "GLOB", identifier: "team-*", limit: 7 }));
+    const find = finder(rule, overrides);
+    expect(find({ userId: "user-99999", ip: "10.0.0.1" })).toMatchObject({ limit: 100_000 });
+    expect(find({ userId: "team-x", ip: "10.0.0.1" })).toMatchObject({ limit: 7 });
+  });
+});
+
+describe("globMatches", () => {
+  it.each([
+    ["*@acme.com", "bob@acme.com", true],
+    ["*@acme.com", "bob@acme.co", false],
+    ["a*b*c", "abc", true],
+    ["a*b*c", "aXbYc", true],
+    ["a*b*c", "acb", false],
+    ["ab*ba", "aba", false],
+    ["*", "", true],
+    ["x**y", "xy", true],
+  ])("%s against %s: %s", (glob, value, expected) => {
+    expect(globMatches(glob.split("*"), value)).toBe(expected);
+  });
+});
+
+describe("validateOverride", () => {
+  const rule = makeRule({ scope: ["USER", "IP"], attributeKeys: ["customer"], algorithm: "SLIDING_WINDOW_LOG", limit: 5 });
+  const now = new Date(NOW);
+  const reject = (input: Record<string, unknown>) => validationErrorOf(() => validateOverride({ ruleId: rule.id, limit: 10, ...input }, rule, now));
+
+  it.each([
+    [{ identifier: "x" }, "input.dimension", "input.dimension or attributeKey: give exactly one, the value of the rule's buckets the override names"],
+    [{ dimension: "API_KEY", identifier: "x" }, "input.dimension", "input.dimension API_KEY is not what the rule's buckets are keyed by: USER, IP, attribute customer"],
+    [{ attributeKey: "plan", identifier: "x" }, "input.attributeKey", "input.attributeKey plan is not what the rule's buckets are keyed by: USER, IP, attribute customer"],
+    [{ dimension: "USER", match: "CIDR", identifier: "10.0.0.0/8" }, "input.identifier", "input.identifier can be a CIDR block only for IP"],
+    [{ dimension: "IP", match: "CIDR", identifier: "10.1.0.0/8" }, "input.identifier", "input.identifier has address bits set past its /8: give the block's network address"],
+    [{ dimension: "IP", match: "CIDR", identifier: "10.0.0.0/33" }, "input.identifier", 'input.identifier must end in a prefix length from 0 to 32 (got "33")'],
+    [{ dimension: "IP", identifier: "nope" }, "input.identifier", 'input.identifier must be an IPv4 or IPv6 address (got "nope")'],
+    [{ dimension: "USER", match: "GLOB", identifier: "alice" }, "input.identifier", 'input.identifier is a glob without "*": use match EXACT'],
+    [{ dimension: "USER", identifier: "a", burst: 3 }, "input.burst", "input.burst applies to TOKEN_BUCKET and LEAKY_BUCKET only (the rule is SLIDING_WINDOW_LOG)"],
+    [{ dimension: "USER", identifier: "a", limit: 100_001 }, "input.limit", "input.limit must be at most 100000 for SLIDING_WINDOW_LOG, which stores one entry per admitted request; use SLIDING_WINDOW_COUNTER above that"],
+    [{ dimension: "USER", identifier: "a", expiresAt: new Date(NOW - 1).toISOString() }, "input.expiresAt", `input.expiresAt must be in the future (got ${new Date(NOW - 1).toISOString()})`],
+    [{ dimension: "USER", identifier: "a", window: 400, windowUnit: "DAYS" }, "input.window", "input.window must be at most 366 days (got 400 days)"],
+  ])("refuses %j, naming %s", (input, field, message) => {
+    const error = reject(input);
+    expect(error.field).toBe(field);
+    expect(error.message).toBe(message);
+  });
+
+  it("stores an exact IP and a block canonical", () => {
+    expect(validateOverride({ ruleId: rule.id, dimension: "IP", identifier: "::FFFF:10.0.0.1", limit: 1 }, rule, now).identifier).toBe("10.0.0.1");
+    expect(validateOverride({ ruleId: rule.id, dimension: "IP", match: "CIDR", identifier: "2001:DB8::/32", limit: 1 }, rule, now).identifier).toBe("2001:db8::/32");
+  });
+});
