@@ -111,6 +111,39 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
     expect(differing.details).toBe("descriptors[1] adds 5 hits where another descriptor adds 2: the descriptors of one request are decided as one call of one cost");
   });
 
+  it("maps generic_key, header_match and custom entries to attributes, which rules match with `when` and key their buckets by", async () => {
+    const shop = newTenant();
+    const checkout = await rule(shop, { when: [{ key: "generic_key", values: ["checkout"] }], limit: 1 });
+    const mobile = await rule(shop, { when: [{ key: "header_match", values: ["mobile"] }], limit: 5 });
+    const freePlan = await rule(shop, { when: [{ key: "plan", values: ["free"] }], attributeKeys: ["region"], limit: 1 });
+    const entries = (...pairs: [string, string][]): DescriptorInput => ({ entries: pairs.map(([key, value]) => ({ key, value })) });
+
+    const first = await admin.shouldRateLimit({ domain: shop, descriptors: [entries(["generic_key", "checkout"]), entries(["header_match", "mobile"])] });
+    expect(first.statuses).toMatchObject([
+      { code: "OK", current_limit: { name: checkout.name }, limit_remaining: 0 },
+      { code: "OK", current_limit: { name: mobile.name }, limit_remaining: 4 },
+    ]);
+    const second = await admin.shouldRateLimit({ domain: shop, descriptors: [entries(["generic_key", "checkout"]), entries(["header_match", "mobile"])] });
+    expect(second.overall_code).toBe("OVER_LIMIT");
+    expect(second.statuses.map((s) => [s.code, s.limit_remaining])).toEqual([
+      ["OVER_LIMIT", 0],
+      ["OK", 4],
+    ]);
+
+    // One bucket per region for the free plan; another plan is no business of that rule.
+    const eu = await admin.shouldRateLimit({ domain: shop, descriptors: [entries(["plan", "free"], ["region", "eu"])] });
+    expect(eu.statuses[0]).toMatchObject({ code: "OK", current_limit: { name: freePlan.name }, limit_remaining: 0 });
+    expect((await admin.shouldRateLimit({ domain: shop, descriptors: [entries(["plan", "free"], ["region", "eu"])] })).overall_code).toBe("OVER_LIMIT");
+    expect((await admin.shouldRateLimit({ domain: shop, descriptors: [entries(["plan", "free"], ["region", "us"])] })).statuses[0]).toMatchObject({ code: "OK", limit_remaining: 0 });
+    expect((await admin.shouldRateLimit({ domain: shop, descriptors: [entries(["plan", "pro"], ["region", "eu"])] })).statuses[0]).toMatchObject({ code: "OK", current_limit: null });
+    // A free-plan descriptor without its region carries no bucket key of the rule: the rule does not apply.
+    expect((await admin.shouldRateLimit({ domain: shop, descriptors: [entries(["plan", "free"])] })).statuses[0]).toMatchObject({ code: "OK", current_limit: null });
+
+    const badKey = await grpcError(admin.shouldRateLimit({ domain: shop, descriptors: [entries(["plan", "free"], ["x plan", "free"])] }));
+    expect(badKey.code).toBe(status.INVALID_ARGUMENT);
+    expect(badKey.details).toBe('descriptors[0].entries[1].key must be letters, digits, "_", "-" and "." only (got "x plan")');
+  });
+
   it("maps the domain: through GRPC_DOMAINS, else to the tenant of the same name", async () => {
     const other = newTenant();
     await createRule(t.client, { tenantId: other, name: "per-ip", scope: ["IP"], limit: 1, window: 1, windowUnit: "MINUTES" });

@@ -21,6 +21,7 @@
  * present but empty) is left out, as if the header were absent.
  */
 
+import { attributeKey, attributeValue } from "../../domain/attributes.js";
 import { ValidationError } from "../../domain/errors.js";
 import type { CheckRequestInput } from "../../domain/request.js";
 import { MAX_COST } from "../../domain/service-limits.js";
@@ -96,7 +97,7 @@ function hits(value: string): number {
   return parsed === 0 ? 1 : parsed;
 }
 
-/** One descriptor's built-in dimensions and attributes. The entry values are validated by parseCheckRequest and parseAttributes, as GraphQL's are. */
+/** One descriptor's built-in dimensions and attributes. The built-in values are validated by parseCheckRequest, as GraphQL's are. */
 function descriptorCheck(descriptor: DescriptorMessage, field: string, tenantId: string, cost: number): DescriptorCheck {
   if (descriptor.limit !== null) {
     throw new ValidationError(`${field}.limit`, "is not supported: a descriptor's own limit cannot replace Floodgate's rules; set the limit as a rule (docs/envoy.md)");
@@ -112,7 +113,8 @@ function descriptorCheck(descriptor: DescriptorMessage, field: string, tenantId:
     // Envoy sends an empty value for a header that is present but empty: the entry says nothing, like an absent header.
     if (value === "") return;
     const builtIn = BUILT_IN_ENTRIES[key as keyof typeof BUILT_IN_ENTRIES];
-    if (builtIn === undefined) attributes.push({ key, value });
+    // Checked here too, so that a refusal names the entry Envoy sent rather than the attribute it became.
+    if (builtIn === undefined) attributes.push({ key: attributeKey(key, `${field}.entries[${j}].key`), value: attributeValue(value, `${field}.entries[${j}].value`) });
     else check[builtIn] = value;
   });
   return { check, attributes };
