@@ -11,7 +11,7 @@ import { loadSync, type Options } from "@grpc/proto-loader";
 import { loadPackageDefinition, Server, ServerCredentials, status, type GrpcObject, type ServiceClientConstructor, type ServiceError, type ServerUnaryCall, type ServerWritableStream, type sendUnaryData } from "@grpc/grpc-js";
 import type { RateLimitService } from "../api/envoy/rate-limit-service.js";
 import type { RateLimitRequestMessage } from "../api/envoy/descriptors.js";
-import { ForbiddenError, UnauthenticatedError, UnavailableError, ValidationError } from "../domain/errors.js";
+import { ForbiddenError, NotFoundError, UnauthenticatedError, UnavailableError, ValidationError } from "../domain/errors.js";
 import type { Logger } from "./logger.js";
 
 /** Where the .proto files are, from src/server and from dist/server alike. */
@@ -85,7 +85,7 @@ export async function startGrpcServer(options: GrpcServerOptions, port: number, 
     };
 
   const servingStatus = (service: string): string => {
-    if (!HEALTH_SERVICES.has(service)) throw new NotFound(`unknown service ${JSON.stringify(service.slice(0, 200))}`);
+    if (!HEALTH_SERVICES.has(service)) throw new NotFoundError("service", service.slice(0, 200));
     return !closing && options.ready() ? "SERVING" : "NOT_SERVING";
   };
 
@@ -130,8 +130,6 @@ export async function startGrpcServer(options: GrpcServerOptions, port: number, 
   };
 }
 
-class NotFound extends Error {}
-
 /** A gRPC deadline (a Date, or milliseconds since the epoch, Infinity for none) in milliseconds since the epoch. */
 function deadlineMs(deadline: Date | number): number {
   return deadline instanceof Date ? deadline.getTime() : deadline;
@@ -144,6 +142,6 @@ function statusOf(error: unknown): Partial<ServiceError> & { code: status } {
   if (error instanceof UnauthenticatedError) return details(status.UNAUTHENTICATED, error.message);
   if (error instanceof ForbiddenError) return details(status.PERMISSION_DENIED, error.message);
   if (error instanceof UnavailableError) return details(status.UNAVAILABLE, error.message);
-  if (error instanceof NotFound) return details(status.NOT_FOUND, error.message);
+  if (error instanceof NotFoundError) return details(status.NOT_FOUND, error.message);
   return details(status.INTERNAL, "internal error");
 }

@@ -16,7 +16,8 @@ import { GraphQLClient } from "../harness/graphql-client.js";
 import { testAdminToken } from "../harness/in-process-app.js";
 import { startOwnRedis, type OwnRedis } from "../harness/redis-server.js";
 import { makeCertificates, type Certificates } from "../support/certificates.js";
-import { envoyClient, type EnvoyClient } from "../support/envoy-client.js";
+import { sleep } from "../support/api.js";
+import { envoyClient, type EnvoyClient, type RateLimitResponse } from "../support/envoy-client.js";
 import { redisBinariesAvailable } from "../support/services.js";
 
 const TENANT = "edge";
@@ -89,8 +90,23 @@ describe.runIf(await redisBinariesAvailable())("the gRPC listener's operations",
     }
   });
 
-  it("stops with the HTTP server: the listener refuses calls once the app is closed", async () => {
+  it("stops with the HTTP server: a call in flight is answered, then the listener refuses calls", async () => {
+    const admin = createRedisClient({ kind: "single", url: redis.url }, 5000);
+    await admin.connect();
+    let inFlight: Promise<RateLimitResponse>;
+    try {
+      await admin.call("CLIENT", "PAUSE", "1000", "ALL");
+      // Waits for Redis (REDIS_TIMEOUT_MS is 5 s, and the call has no deadline): still running when the app is closed.
+      inFlight = envoy.shouldRateLimit(request("/open"));
+      await sleep(200);
+    } finally {
+      admin.disconnect();
+    }
     await app.close();
+    const answered = (await inFlight).statuses[0]!;
+    // Decided by Redis once it answered: OPEN's failure mode would have said the whole limit, 100.
+    expect(answered.code).toBe("OK");
+    expect(answered.limit_remaining).toBeLessThan(100);
     const error = (await envoy.shouldRateLimit(request("/open"), { deadlineMs: 2000 }).catch((e: unknown) => e)) as ServiceError;
     expect(error.code).toBe(status.UNAVAILABLE);
     expect(error.details).toContain("ECONNREFUSED");

@@ -229,6 +229,7 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
     expect(await envoy.health("")).toEqual({ status: "SERVING" });
     expect(await envoy.health("envoy.service.ratelimit.v3.RateLimitService")).toEqual({ status: "SERVING" });
     expect((await grpcError(envoy.health("elsewhere"))).code).toBe(status.NOT_FOUND);
+    expect(await envoy.watchHealth("")).toEqual({ status: "SERVING" });
     const metrics = await (await fetch(t.app.url.replace("/graphql", "/metrics"), { headers: { authorization: `Bearer ${t.adminToken}` } })).text();
     expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="envoy\.service\.ratelimit\.v3\.RateLimitService\/ShouldRateLimit",code="OK"\} [1-9]/);
     expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="envoy\.service\.ratelimit\.v3\.RateLimitService\/ShouldRateLimit",code="INVALID_ARGUMENT"\} [1-9]/);

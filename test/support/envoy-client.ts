@@ -5,7 +5,7 @@
  * the answer, for proving the wire format independently of those files.
  */
 
-import { credentials as grpcCredentials, Metadata, type ChannelCredentials, type Client, type ServiceError } from "@grpc/grpc-js";
+import { credentials as grpcCredentials, Metadata, status as grpcStatus, type ChannelCredentials, type Client, type ClientReadableStream, type ServiceError } from "@grpc/grpc-js";
 import { loadProtos, RATE_LIMIT_METHOD, serviceOf } from "../../src/server/grpc-server.js";
 
 export interface Entry {
@@ -46,6 +46,8 @@ type UnaryMethod<Req, Res> = (request: Req, metadata: Metadata, options: { deadl
 export interface EnvoyClient {
   shouldRateLimit(request: RateLimitRequestInput, options?: { token?: string | null; deadlineMs?: number }): Promise<RateLimitResponse>;
   health(service: string): Promise<{ status: string }>;
+  /** grpc.health.v1 Watch: the first status it sends, then the stream is cancelled. */
+  watchHealth(service: string): Promise<{ status: string }>;
   /** Sends the bytes as a RateLimitRequest and returns the answer's bytes. */
   raw(bytes: Buffer, token: string): Promise<Buffer>;
   close(): void;
@@ -56,7 +58,10 @@ export function envoyClient(address: string, token: string, channel: ChannelCred
   const RateLimitService = serviceOf(protos, "envoy.service.ratelimit.v3.RateLimitService");
   const Health = serviceOf(protos, "grpc.health.v1.Health");
   const rls = new RateLimitService(address, channel) as unknown as Client & { ShouldRateLimit: UnaryMethod<RateLimitRequestInput, RateLimitResponse> };
-  const health = new Health(address, channel) as unknown as Client & { Check: UnaryMethod<{ service: string }, { status: string }> };
+  const health = new Health(address, channel) as unknown as Client & {
+    Check: UnaryMethod<{ service: string }, { status: string }>;
+    Watch: (request: { service: string }) => ClientReadableStream<{ status: string }>;
+  };
   const metadataFor = (secret: string | null) => {
     const metadata = new Metadata();
     if (secret !== null) metadata.set("authorization", `Bearer ${secret}`);
@@ -69,6 +74,17 @@ export function envoyClient(address: string, token: string, channel: ChannelCred
   return {
     shouldRateLimit: (request, options = {}) => unary(rls.ShouldRateLimit, rls, request, metadataFor(options.token === undefined ? token : options.token), options.deadlineMs),
     health: (service) => unary(health.Check, health, { service }, new Metadata()),
+    watchHealth: (service) =>
+      new Promise((resolve, reject) => {
+        const stream = health.Watch({ service });
+        stream.once("data", (status: { status: string }) => {
+          resolve(status);
+          stream.cancel();
+        });
+        stream.once("error", (error: ServiceError) => {
+          if (error.code !== grpcStatus.CANCELLED) reject(error);
+        });
+      }),
     raw: (bytes, secret) =>
       new Promise<Buffer>((resolve, reject) =>
         rls.makeUnaryRequest(
