@@ -154,6 +154,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
             ready: () => book.lastLoadedAt !== null,
             tls: settings.grpc.tls,
             shutdownTimeoutMs: settings.shutdownTimeoutMs,
+            maxMessageBytes: settings.maxBodyBytes,
             onCall: registerGrpcMetrics(telemetry.registry),
             logger,
           },

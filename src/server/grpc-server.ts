@@ -45,6 +45,8 @@ export interface GrpcServerOptions {
   ready: () => boolean;
   tls: { cert: string; key: string } | null;
   shutdownTimeoutMs: number;
+  /** MAX_BODY_BYTES: the largest message accepted (larger: RESOURCE_EXHAUSTED, before it is decoded). */
+  maxMessageBytes: number;
   /** Told of every call: its method, its status code's name, and how long it took. */
   onCall: (method: string, code: string, seconds: number) => void;
   logger: Logger;
@@ -60,7 +62,7 @@ const CODE_NAMES = Object.fromEntries(Object.entries(status).filter(([, v]) => t
 
 export async function startGrpcServer(options: GrpcServerOptions, port: number, host: string): Promise<RunningGrpcServer> {
   const protos = loadProtos();
-  const server = new Server();
+  const server = new Server({ "grpc.max_receive_message_length": options.maxMessageBytes });
   const watchers = new Set<ServerWritableStream<unknown, unknown>>();
   let closing = false;
   const { logger, onCall } = options;

@@ -206,6 +206,7 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
       [[strict("10.5.0.1"), strict("not-an-ip")], 'descriptors[1].ip must be an IPv4 or IPv6 address (got "not-an-ip")'],
       [[{ entries: [{ key: "remote_address", value: "10.5.0.1" }, { key: "remote_address", value: "10.5.0.2" }] }], 'descriptors[0].entries[1].key names "remote_address" a second time in this descriptor'],
       [[], "descriptors must hold at least one descriptor"],
+      [[{ entries: Array.from({ length: 33 }, (_, i) => ({ key: `k${i}`, value: "v" })) }], "descriptors[0].entries must hold at most 32 entries (got 33)"],
     ];
     for (const [descriptors, message] of cases) {
       const error = await grpcError(admin.shouldRateLimit({ domain: shop, descriptors }));
@@ -230,10 +231,14 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
     expect(await envoy.health("envoy.service.ratelimit.v3.RateLimitService")).toEqual({ status: "SERVING" });
     expect((await grpcError(envoy.health("elsewhere"))).code).toBe(status.NOT_FOUND);
     expect(await envoy.watchHealth("")).toEqual({ status: "SERVING" });
+    // MAX_BODY_BYTES (1 MiB by default) bounds a message before it is decoded.
+    const huge = await grpcError(envoy.shouldRateLimit({ domain: DOMAIN, descriptors: [{ entries: [{ key: "plan", value: "x".repeat(2 << 20) }] }] }));
+    expect(huge.code).toBe(status.RESOURCE_EXHAUSTED);
     const metrics = await (await fetch(t.app.url.replace("/graphql", "/metrics"), { headers: { authorization: `Bearer ${t.adminToken}` } })).text();
     expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="envoy\.service\.ratelimit\.v3\.RateLimitService\/ShouldRateLimit",code="OK"\} [1-9]/);
     expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="envoy\.service\.ratelimit\.v3\.RateLimitService\/ShouldRateLimit",code="INVALID_ARGUMENT"\} [1-9]/);
     expect(metrics).toMatch(/floodgate_grpc_calls_total\{method="grpc\.health\.v1\.Health\/Check",code="NOT_FOUND"\} 1/);
+    expect(metrics).toMatch(/floodgate_grpc_call_duration_seconds_count\{method="envoy\.service\.ratelimit\.v3\.RateLimitService\/ShouldRateLimit"\} [1-9]/);
   });
 
   it("speaks the published wire format: a request encoded by field number alone gets an answer read by field number alone", async () => {

@@ -52,6 +52,9 @@ export const BUILT_IN_ENTRIES = {
 /** Most descriptors one request may carry (Envoy sends one per matching rate limit action, a handful). */
 export const MAX_DESCRIPTORS = 64;
 
+/** Most entries one descriptor may carry: every built-in key once and as many attributes as a check may have, with room to spare. */
+export const MAX_ENTRIES = 32;
+
 export interface DescriptorAttribute {
   key: string;
   value: string;
@@ -103,6 +106,7 @@ function descriptorCheck(descriptor: DescriptorMessage, field: string, tenantId:
     throw new ValidationError(`${field}.limit`, "is not supported: a descriptor's own limit cannot replace Floodgate's rules; set the limit as a rule (docs/envoy.md)");
   }
   if (descriptor.entries.length === 0) throw new ValidationError(`${field}.entries`, "must hold at least one entry");
+  if (descriptor.entries.length > MAX_ENTRIES) throw new ValidationError(`${field}.entries`, `must hold at most ${MAX_ENTRIES} entries (got ${descriptor.entries.length})`);
   const check: CheckRequestInput = { tenantId, cost };
   const attributes: DescriptorAttribute[] = [];
   const seen = new Set<string>();
