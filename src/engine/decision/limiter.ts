@@ -153,7 +153,7 @@ export class Limiter {
         consulted = null;
       }
       const decision = this.decision(plan.applicable, reply, source, consulted);
-      if (!checks[0]!.dryRun) this.publishEvents(checks[0]!, decision);
+      if (!checks[0]!.dryRun) this.publishEvents(eventSubject(checks), decision);
       this.report(decision);
       const parts = plan.partsOf === null ? [] : plan.partsOf.map((own) => this.part(plan.applicable, own, reply, source, consulted));
       return { decision, parts };
@@ -295,6 +295,13 @@ export class Limiter {
       else if (decision.allowed && result.nearLimit) void this.events.publish("nearLimit", { ...eventBase(request, result, at), remaining: result.remaining });
     }
   }
+}
+
+/** The request an event tells of: for several checks together, the first resource and method any of them names. */
+function eventSubject(checks: readonly CheckRequest[]): CheckRequest {
+  const [first] = checks;
+  if (checks.length === 1) return first!;
+  return { ...first!, resource: checks.find((c) => c.resource !== null)?.resource ?? null, method: checks.find((c) => c.method !== null)?.method ?? null };
 }
 
 /** What throttle and near-limit events say alike about one rule's result. */
