@@ -81,8 +81,8 @@ describe.runIf(await redisBinariesAvailable())("the gRPC listener's operations",
     try {
       await admin.call("CLIENT", "PAUSE", "3000", "ALL");
       // Well under REDIS_TIMEOUT_MS: without the caller's deadline these calls would wait for Redis and miss it.
-      const closed = await envoy.shouldRateLimit(request("/closed"), { deadlineMs: 400 });
-      const open = await envoy.shouldRateLimit(request("/open"), { deadlineMs: 400 });
+      const closed = await envoy.shouldRateLimit(request("/closed"), { deadlineMs: 1000 });
+      const open = await envoy.shouldRateLimit(request("/open"), { deadlineMs: 1000 });
       expect(closed.overall_code).toBe("OVER_LIMIT");
       expect(open.overall_code).toBe("OK");
     } finally {
