@@ -12,8 +12,8 @@
  * RateLimit), which Envoy adds to the response, the 429 included.
  */
 
-import type { Decision } from "../../domain/decision.js";
-import { windowSecondsOf, type Rule } from "../../domain/rule.js";
+import type { Decision, RuleResult } from "../../domain/decision.js";
+import { windowSecondsOf } from "../../domain/rule.js";
 import type { JointDecision } from "../../engine/decision/limiter.js";
 
 export const FLOODGATE_DELAY_HEADER = "x-floodgate-delay-ms";
@@ -62,23 +62,26 @@ export function rateLimitResponse({ decision, parts }: JointDecision): RateLimit
 function descriptorStatus(part: Decision): DescriptorStatusMessage {
   const refused = part.results.some((r) => !r.allowed && r.rule.action !== "LOG_ONLY");
   const code: Code = refused ? "OVER_LIMIT" : "OK";
-  if (part.rule === null || part.limit === null || part.resetAt === null) return { code, current_limit: null, limit_remaining: 0, duration_until_reset: null };
+  const deciding = part.results.find((r) => r.rule === part.rule);
+  if (deciding === undefined || part.resetAt === null) return { code, current_limit: null, limit_remaining: 0, duration_until_reset: null };
   const untilResetMs = Math.max(0, part.resetAt.getTime() - part.decidedAt.getTime());
   return {
     code,
-    current_limit: currentLimit(part.rule, part.limit),
+    current_limit: currentLimit(deciding),
     limit_remaining: Math.min(MAX_UINT32, Math.max(0, Math.floor(part.remaining ?? 0))),
     duration_until_reset: { seconds: Math.floor(untilResetMs / 1000), nanos: (untilResetMs % 1000) * 1_000_000 },
   };
 }
 
 /**
- * The deciding rule as Envoy's RateLimit: a window of exactly one second,
- * minute, hour or day is its unit; any other window has no unit of Envoy's
- * (UNKNOWN), and the name says it ("per-ip (100 per 10 s)").
+ * The deciding rule's limit as Envoy's RateLimit (an override's window where
+ * one applies): a window of exactly one second, minute, hour or day is its
+ * unit; any other window has no unit of Envoy's (UNKNOWN), and the name says
+ * it ("per-ip (100 per 10 s)").
  */
-function currentLimit(rule: Rule, limit: number): DescriptorStatusMessage["current_limit"] {
-  const windowSeconds = windowSecondsOf(rule.window, rule.windowUnit);
+function currentLimit({ rule, override, limit }: RuleResult): DescriptorStatusMessage["current_limit"] {
+  const windowSeconds =
+    override?.window != null && override.windowUnit != null ? windowSecondsOf(override.window, override.windowUnit) : windowSecondsOf(rule.window, rule.windowUnit);
   const unit = UNIT_SECONDS.find(([seconds]) => seconds === windowSeconds)?.[1];
   const requestsPerUnit = Math.min(MAX_UINT32, limit);
   if (unit !== undefined) return { name: rule.name, requests_per_unit: requestsPerUnit, unit };
