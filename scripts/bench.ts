@@ -4,16 +4,22 @@
  *
  * It starts, each in a process of its own and on this machine's Redis and
  * Postgres, Floodgate (dist/main.js, NODE_ENV=production) with 10 rules,
- * Floodgate with 10,000 rules, Floodgate with its over-limit cache off, and
+ * Floodgate with 10,000 rules, Floodgate with 100,000 overrides on one of its
+ * rules, Floodgate with its over-limit cache off, and
  * the baseline (scripts/bench/baseline-server.ts, rate-limiter-flexible).
  * One load generator (autocannon, loopback) drives them one at a time; the
  * client rows are driven instead by FloodgateClients in one process of its
  * own (scripts/bench/client-driver.ts), its callers each awaiting
- * `client.check` in a loop, against the same Floodgate. The scenarios are
+ * `client.check` in a loop, against the same Floodgate, and the gRPC row by
+ * one grpc-js channel to its GRPC_PORT, 32 calls in flight, as an Envoy
+ * would ask Envoy's rate limit service (scripts/bench/grpc-load.ts). The scenarios are
  * interleaved round after round so that drift in the machine's load falls on
  * all of them alike; each figure is the median over the rounds, after one
  * short warm-up run of every scenario. First redis-benchmark measures the
  * ceiling: decide.lua alone, pipelined.
+ *
+ * `npm run bench -- --overrides` runs only the plain single check beside the
+ * one with 100,000 overrides, and prints their ratio.
  *
  * Settings: REDIS_URL and DATABASE_URL (defaults: this machine's services),
  * BENCH_SECONDS (per run) and BENCH_ROUNDS. It prints the table, the ratios
@@ -47,8 +53,10 @@ import {
   floodgateBody,
   hotBucketRule,
   HOT_BUCKET,
+  overridesOfPerUser,
   ruleSet,
   type Caller,
+  type OverrideRow,
 } from "./bench/workload.js";
 import { deleteByPrefix } from "../test/harness/delete-by-prefix.js";
 import { freePort } from "../test/harness/free-port.js";
@@ -62,6 +70,9 @@ const AUTHORIZATION = { authorization: `Bearer ${TOKEN}` };
 const SECONDS = Number(process.env.BENCH_SECONDS ?? (smoke ? 0.3 : 5));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (smoke ? 1 : 3));
 const MANY_RULES = smoke ? 500 : 10_000;
+const MANY_OVERRIDES = smoke ? 5_000 : 100_000;
+/** `--overrides`: only the plain single check beside the one whose rule has MANY_OVERRIDES overrides. */
+const overridesOnly = process.argv.includes("--overrides");
 const FEW_RULES = 10;
 const BATCH = 100;
 const CONNECTIONS = [1, 8, 32];
@@ -84,6 +95,7 @@ interface Scenario {
 interface Servers {
   floodgate: ServerProcess;
   floodgateMany: ServerProcess;
+  floodgateOverrides: ServerProcess;
   floodgateNoCache: ServerProcess;
   baseline: ServerProcess;
 }
@@ -108,22 +120,26 @@ async function main(): Promise<void> {
   try {
     const fewRules = ruleSet(FEW_RULES);
     const few = await seededDatabase("bench_few", fewRules, cleanups);
+    const overridden = await seededDatabase("bench_overrides", fewRules, cleanups, overridesOfPerUser(fewRules, MANY_OVERRIDES));
+    const floodgateBodies = CALLERS.map((c) => floodgateBody(TENANT, c));
+    if (overridesOnly) return await compareOverrides(few.url, overridden.url, floodgateBodies, cleanups);
     const many = await seededDatabase("bench_many", ruleSet(MANY_RULES), cleanups);
     const grpcPort = await freePort();
-    const [floodgate, floodgateMany, floodgateNoCache, baseline] = await Promise.all([
+    const [floodgate, floodgateMany, floodgateOverrides, floodgateNoCache, baseline] = await Promise.all([
       startFloodgate("floodgate", few.url, { GRPC_PORT: String(grpcPort), GRPC_HOST: "127.0.0.1" }),
       startFloodgate(`floodgate, ${MANY_RULES.toLocaleString("en")} rules`, many.url, {}),
+      startFloodgate(`floodgate, ${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule`, overridden.url, {}),
       startFloodgate("floodgate, over-limit cache off", few.url, { OVER_LIMIT_CACHE_SIZE: "0" }),
       startBaseline(),
     ]);
-    const servers: Servers = { floodgate, floodgateMany, floodgateNoCache, baseline };
+    const servers: Servers = { floodgate, floodgateMany, floodgateOverrides, floodgateNoCache, baseline };
     cleanups.push(() => Promise.all(Object.values(servers).map((s) => s.stop())));
 
-    const floodgateBodies = CALLERS.map((c) => floodgateBody(TENANT, c));
     const batches = Array.from({ length: 200 }, (_, i) => floodgateBatchBody(CALLERS.slice(i * BATCH, (i + 1) * BATCH)));
     const attack = [floodgateBody(ATTACK_TENANT, ATTACKER)];
     await expectDecision(floodgate, floodgateBodies[0]!, true);
     await expectDecision(floodgateMany, floodgateBodies[0]!, true);
+    await expectDecision(floodgateOverrides, floodgateBodies[0]!, true);
     await expectDecision(baseline, baselineBody(CALLERS[0]!), true);
     for (let i = 0; i < 11; i++) await post(floodgate, attack[0]!);
     await expectDecision(floodgate, attack[0]!, false);
@@ -142,6 +158,7 @@ async function main(): Promise<void> {
         http("single check", baseline, connections, CALLERS.map(baselineBody)),
       ]),
       http("single check", floodgateMany, 32, floodgateBodies),
+      http("single check", floodgateOverrides, 32, floodgateBodies),
       grpc(`gRPC ShouldRateLimit, ${GRPC_STREAMS} concurrent streams`, floodgate, `127.0.0.1:${grpcPort}`),
       http(`checkLimitsBatch of ${BATCH}`, floodgate, BATCH_CONNECTIONS, batches, BATCH),
       http("attack on one key over its limit", floodgate, 32, attack),
@@ -180,6 +197,31 @@ async function main(): Promise<void> {
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error("bench: cleanup failed:", error));
   }
+}
+
+/**
+ * `npm run bench -- --overrides`: the plain single check and the one whose
+ * per-user rule has MANY_OVERRIDES overrides, at 32 connections, interleaved
+ * round after round, and the ratio of the two.
+ */
+async function compareOverrides(plainUrl: string, overriddenUrl: string, bodies: string[], cleanups: (() => Promise<unknown>)[]): Promise<void> {
+  const [plain, overridden] = await Promise.all([
+    startFloodgate("floodgate", plainUrl, {}),
+    startFloodgate(`floodgate, ${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule`, overriddenUrl, {}),
+  ]);
+  cleanups.push(() => Promise.all([plain.stop(), overridden.stop()]));
+  for (const server of [plain, overridden]) await expectDecision(server, bodies[0]!, true);
+  const scenarios = [http("single check", plain, 32, bodies), http("single check", overridden, 32, bodies)];
+  console.log(header());
+  for (const scenario of scenarios) await scenario.drive(Math.min(SECONDS, 2));
+  const rounds = new Map<Scenario, Measured[]>(scenarios.map((s) => [s, []]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const scenario of scenarios) rounds.get(scenario)!.push(await measure(scenario));
+  }
+  const results = new Map([...rounds].map(([scenario, runs]) => [scenario, median(runs)]));
+  console.log(table(results));
+  const [a, b] = [...results.values()] as [Measured, Measured];
+  console.log(`\n${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule: ${fmt(b.decisionsPerSecond / a.decisionsPerSecond, 2)}x the plain check's decisions/s, ${fmt(b.cpuUsPerDecision / a.cpuUsPerDecision, 2)}x its CPU per decision`);
 }
 
 /** autocannon sending `bodies` round-robin, each request carrying `decisionsPerRequest` checks. */
@@ -249,13 +291,14 @@ function median(runs: readonly Measured[]): Measured {
   };
 }
 
-async function seededDatabase(purpose: string, rules: Rule[], cleanups: (() => Promise<unknown>)[]): Promise<{ url: string }> {
+async function seededDatabase(purpose: string, rules: Rule[], cleanups: (() => Promise<unknown>)[], overrides: readonly OverrideRow[] = []): Promise<{ url: string }> {
   const scratch = await createScratchDatabase(purpose);
   cleanups.push(() => scratch.drop());
   const database = await openDatabase({ kind: "postgres", url: scratch.url });
   try {
     await database.migrate();
     await database.prisma.rule.createMany({ data: rules.map(ruleRowOf) });
+    for (let i = 0; i < overrides.length; i += 10_000) await database.prisma.ruleOverride.createMany({ data: overrides.slice(i, i + 10_000) });
   } finally {
     await database.close();
   }
@@ -358,7 +401,7 @@ function clientNote(runs: Map<ClientWorkload, ClientRunResult[]>): string {
 }
 
 function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: number): string {
-  const { floodgate, floodgateMany, floodgateNoCache, baseline } = servers;
+  const { floodgate, floodgateMany, floodgateOverrides, floodgateNoCache, baseline } = servers;
   const find = (name: string, server: ServerProcess, connections: number) =>
     [...results].find(([s]) => s.name.startsWith(name) && s.server === server && s.connections === connections)![1];
   const fg32 = find("single", floodgate, 32);
@@ -366,6 +409,7 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
   const fg1 = find("single", floodgate, 1);
   const batch = find("checkLimitsBatch", floodgate, BATCH_CONNECTIONS);
   const many = find("single", floodgateMany, 32);
+  const overridden = find("single", floodgateOverrides, 32);
   const attack = find("attack", floodgate, 32);
   const attackNoCache = find("attack", floodgateNoCache, 32);
   const client = find(`client, ${CLIENT_CALLERS} concurrent callers`, floodgate, CLIENT_CALLERS);
@@ -388,6 +432,11 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
       `${MANY_RULES.toLocaleString("en")} rules: within 10% of ${FEW_RULES} rules`,
       ratio(many.decisionsPerSecond, fg32.decisionsPerSecond),
       verdict(many.decisionsPerSecond >= 0.9 * fg32.decisionsPerSecond),
+    ],
+    [
+      `${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule: within 10% of the plain check`,
+      ratio(overridden.decisionsPerSecond, fg32.decisionsPerSecond),
+      verdict(overridden.decisionsPerSecond >= 0.9 * fg32.decisionsPerSecond),
     ],
     [
       "attack on one key over its limit: >= 5x normal single checks",

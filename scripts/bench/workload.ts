@@ -93,6 +93,48 @@ export function ruleSet(total: number): Rule[] {
   return inputs.map((input) => ({ ...validateNewRule(input), id: randomUUID(), version: 1, createdAt: at, updatedAt: at }));
 }
 
+/**
+ * `total` overrides of the bench tenant's per-user rule, as the database
+ * holds them: one bench user in ten has an exact override (at the rule's own
+ * limit, so that decisions stay those of the plain rows), the rest name other
+ * users exactly and, one in twenty, by a glob anchored on its suffix. A
+ * check so meets the exact map and the globs' anchors on every lookup.
+ */
+export function overridesOfPerUser(rules: readonly Rule[], total: number): OverrideRow[] {
+  const rule = rules.find((r) => r.tenantId === TENANT && r.name === "per-user")!;
+  const at = new Date();
+  const row = (match: "EXACT" | "GLOB", identifier: string): OverrideRow => ({
+    id: randomUUID(),
+    ruleId: rule.id,
+    tenantId: TENANT,
+    target: "USER",
+    match,
+    identifier,
+    limit: LIMITS.perUser,
+    version: 1,
+    createdAt: at,
+    updatedAt: at,
+  });
+  return Array.from({ length: total }, (_, i) => {
+    if (i < USERS / 10) return row("EXACT", `u${i * 10}`);
+    return i % 20 === 0 ? row("GLOB", `*@customer-${i}.example`) : row("EXACT", `customer-${i}@example.com`);
+  });
+}
+
+/** An override's row in rule_overrides (Prisma's createMany input). */
+export interface OverrideRow {
+  id: string;
+  ruleId: string;
+  tenantId: string;
+  target: string;
+  match: "EXACT" | "GLOB";
+  identifier: string;
+  limit: number;
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
 /** What a gateway reads from a decision: the verdict, the wait, and the headers to send. */
 const SELECTION = "allowed retryAfter headers { name value }";
 const CHECK = `query Check($r: CheckLimitsInput!) { checkLimits(request: $r) { ${SELECTION} } }`;

@@ -8,13 +8,14 @@ import { eventBusPubSub } from "./event-pubsub.js";
 import { ApiKeyResolver } from "./resolvers/api-key.resolver.js";
 import { EventResolver } from "./resolvers/event.resolver.js";
 import { LimitResolver } from "./resolvers/limit.resolver.js";
+import { OverrideResolver } from "./resolvers/override.resolver.js";
 import { RuleResolver } from "./resolvers/rule.resolver.js";
 import { RulesFileResolver } from "./resolvers/rules-file.resolver.js";
 
 /** The API's schema, built from the type-graphql classes; schema.graphql at the root is this, printed. */
 export function buildApiSchema(events: EventBus, telemetry: Telemetry = noTelemetry): Promise<GraphQLSchema> {
   return buildSchema({
-    resolvers: [RuleResolver, RulesFileResolver, LimitResolver, ApiKeyResolver, EventResolver],
+    resolvers: [RuleResolver, OverrideResolver, RulesFileResolver, LimitResolver, ApiKeyResolver, EventResolver],
     scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
     pubSub: eventBusPubSub(events, telemetry),
     // Inputs are validated by the domain, with messages that name the field.

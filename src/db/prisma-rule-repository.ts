@@ -15,11 +15,12 @@
 
 import { ConflictError, RuleQuotaError } from "../domain/errors.js";
 import type { RuleChangeKind } from "../domain/events.js";
-import { creationsByTenant, type RuleRepository, type RuleWrite } from "../domain/ports.js";
+import type { Override, OverrideSpec } from "../domain/override.js";
+import { creationsByTenant, type OverrideWrite, type RuleRepository, type RuleWrite } from "../domain/ports.js";
 import { UNKNOWN_ORIGIN, type ChangeOrigin, type RuleRevision } from "../domain/revision.js";
 import type { AttributeCondition } from "../domain/attributes.js";
-import type { HttpMethod, Rule, RuleSpec } from "../domain/rule.js";
-import { Prisma, type PrismaClient, type Rule as RuleRow, type RuleRevision as RevisionRow } from "./generated/client.js";
+import type { Dimension, HttpMethod, Rule, RuleSpec } from "../domain/rule.js";
+import { Prisma, type PrismaClient, type Rule as RuleRow, type RuleOverride as OverrideRow, type RuleRevision as RevisionRow } from "./generated/client.js";
 import { unavailable } from "./unavailable.js";
 
 type Transaction = Prisma.TransactionClient;
@@ -107,6 +108,78 @@ export class PrismaRuleRepository implements RuleRepository {
     return (await reading(() => this.prisma.ruleRevision.findMany({ where: { ruleId: id }, orderBy: { version: "asc" } }))).map(toRevision);
   }
 
+  async setOverride(id: string, spec: OverrideSpec, origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<OverrideWrite | null> {
+    const at = this.now();
+    try {
+      return await this.prisma.$transaction(async (tx) => {
+        const bumped = await nextVersion(tx, spec.ruleId, at);
+        if (bumped === null) return null;
+        const target = targetOf(spec);
+        const identity = { ruleId: spec.ruleId, target, match: spec.match, identifier: spec.identifier };
+        const existing = await tx.ruleOverride.findUnique({ where: { ruleId_target_match_identifier: identity } });
+        const fields = {
+          limit: spec.limit,
+          burst: spec.burst,
+          window: spec.window,
+          windowUnit: spec.windowUnit,
+          expiresAt: spec.expiresAt,
+          note: spec.note,
+          actor: origin.actor,
+          version: bumped.rule.version,
+          updatedAt: at,
+        };
+        const row =
+          existing === null
+            ? await tx.ruleOverride.create({ data: { ...identity, ...fields, id, tenantId: bumped.rule.tenantId, createdAt: at } })
+            : await tx.ruleOverride.update({ where: { id: existing.id }, data: fields });
+        const override = toOverride(row);
+        const before = existing === null ? null : toOverride(existing);
+        const note = withNote(origin, `override set: ${describeOverride(override)}`);
+        await record(tx, { kind: "UPDATED", version: bumped.rule.version, before: bumped.before, after: bumped.rule, origin: note, at, override: { before, after: override } });
+        return { rule: bumped.rule, override };
+      });
+    } catch (error) {
+      if (isPrismaError(error, "P2002")) throw new ConflictError("input: the same override was being set at the same time; read it again and retry");
+      throw unavailable(error) ?? error;
+    }
+  }
+
+  async deleteOverride(id: string, origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<OverrideWrite | null> {
+    const at = this.now();
+    try {
+      return await this.prisma.$transaction(async (tx) => {
+        const existing = await tx.ruleOverride.findUnique({ where: { id } });
+        if (existing === null) return null;
+        const bumped = await nextVersion(tx, existing.ruleId, at);
+        if (bumped === null) return null;
+        await tx.ruleOverride.delete({ where: { id } });
+        const override = { ...toOverride(existing), version: bumped.rule.version };
+        const note = withNote(origin, `override deleted: ${describeOverride(override)}`);
+        await record(tx, { kind: "UPDATED", version: bumped.rule.version, before: bumped.before, after: bumped.rule, origin: note, at, override: { before: toOverride(existing), after: null } });
+        return { rule: bumped.rule, override };
+      });
+    } catch (error) {
+      throw unavailable(error) ?? error;
+    }
+  }
+
+  async getOverride(id: string): Promise<Override | null> {
+    const row = await reading(() => this.prisma.ruleOverride.findUnique({ where: { id } }));
+    return row === null ? null : toOverride(row);
+  }
+
+  async listOverrides(): Promise<Override[]> {
+    const now = this.now();
+    return (await reading(() => this.prisma.ruleOverride.findMany({ where: { OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] } }))).map(toOverride);
+  }
+
+  async pageOverrides(ruleId: string, first: number, after: string | null): Promise<Override[]> {
+    const rows = await reading(() =>
+      this.prisma.ruleOverride.findMany({ where: { ruleId, ...(after === null ? {} : { id: { gt: after } }) }, orderBy: { id: "asc" }, take: first }),
+    );
+    return rows.map(toOverride);
+  }
+
   async close(): Promise<void> {
     await this.prisma.$disconnect();
   }
@@ -157,6 +230,66 @@ interface RevisionInput {
   after: Rule | null;
   origin: ChangeOrigin;
   at: Date;
+  override?: { before: Override | null; after: Override | null };
+}
+
+/**
+ * Takes the rule to its next version for a change to one of its overrides,
+ * holding its row until the transaction ends so that its changes take turns;
+ * null when the rule is gone.
+ */
+async function nextVersion(tx: Transaction, ruleId: string, at: Date): Promise<{ before: Rule; rule: Rule } | null> {
+  const locked = await tx.$queryRaw<{ id: string }[]>`SELECT "id" FROM "rules" WHERE "id" = ${ruleId} FOR UPDATE`;
+  if (locked.length === 0) return null;
+  const before = toRule((await tx.rule.findUnique({ where: { id: ruleId } }))!);
+  const rule = toRule(await tx.rule.update({ where: { id: ruleId }, data: { version: before.version + 1, updatedAt: at } }));
+  return { before, rule };
+}
+
+function withNote(origin: ChangeOrigin, note: string): ChangeOrigin {
+  return { actor: origin.actor, note: origin.note ?? note };
+}
+
+function describeOverride(o: Override): string {
+  const window = o.window === null ? "" : ` per ${o.window} ${o.windowUnit!.toLowerCase()}`;
+  return `${o.dimension ?? `attribute ${o.attributeKey}`} ${o.match.toLowerCase()} ${JSON.stringify(o.identifier)}, limit ${o.limit}${window}`;
+}
+
+function targetOf(spec: Pick<OverrideSpec, "dimension" | "attributeKey">): string {
+  return spec.dimension ?? `attr.${spec.attributeKey}`;
+}
+
+function toOverride(row: OverrideRow): Override {
+  const attribute = row.target.startsWith("attr.") ? row.target.slice("attr.".length) : null;
+  return {
+    id: row.id,
+    tenantId: row.tenantId,
+    ruleId: row.ruleId,
+    dimension: attribute === null ? (row.target as Dimension) : null,
+    attributeKey: attribute,
+    match: row.match,
+    identifier: row.identifier,
+    limit: row.limit,
+    burst: row.burst,
+    window: row.window,
+    windowUnit: row.windowUnit,
+    expiresAt: row.expiresAt,
+    note: row.note,
+    actor: row.actor,
+    version: row.version,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+function overrideJson(override: Override | null): Prisma.InputJsonValue | null {
+  return override === null ? null : { ...override, expiresAt: override.expiresAt?.toISOString() ?? null, createdAt: override.createdAt.toISOString(), updatedAt: override.updatedAt.toISOString() };
+}
+
+function overrideOfJson(json: Prisma.JsonValue | undefined): Override | null {
+  if (json === null || json === undefined) return null;
+  const o = json as unknown as Override & { expiresAt: string | null; createdAt: string; updatedAt: string };
+  return { ...o, expiresAt: o.expiresAt === null ? null : new Date(o.expiresAt), createdAt: new Date(o.createdAt), updatedAt: new Date(o.updatedAt) };
 }
 
 async function record(tx: Transaction, revision: RevisionInput): Promise<void> {
@@ -172,6 +305,7 @@ async function record(tx: Transaction, revision: RevisionInput): Promise<void> {
       note: revision.origin.note,
       before: snapshot(revision.before),
       after: snapshot(revision.after),
+      override: revision.override === undefined ? Prisma.DbNull : { before: overrideJson(revision.override.before), after: overrideJson(revision.override.after) },
     },
   });
 }
@@ -200,6 +334,7 @@ function toRevision(row: RevisionRow): RuleRevision {
     note: row.note,
     before: fromSnapshot(row.before),
     after: fromSnapshot(row.after),
+    override: row.override === null ? null : { before: overrideOfJson((row.override as Prisma.JsonObject).before), after: overrideOfJson((row.override as Prisma.JsonObject).after) },
   };
 }
 

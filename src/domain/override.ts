@@ -120,6 +120,7 @@ export function effectiveSpec(rule: Rule, override: Pick<OverrideSpec, "limit" |
 
 function overrideTarget(input: OverrideInput, rule: Rule, f: (name: string) => string): OverrideTarget {
   const given = (v: unknown) => v !== null && v !== undefined;
+  if (given(input.attributeKey)) attributeKey(input.attributeKey, f("attributeKey"));
   if (given(input.dimension) === given(input.attributeKey)) {
     throw new ValidationError(f("dimension"), "or attributeKey: give exactly one, the value of the rule's buckets the override names");
   }

@@ -7,6 +7,7 @@ import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
 import type { Principal, Role } from "./access.js";
 import type { EventListener, EventMap, EventTopic } from "./events.js";
 import type { ChangeOrigin, RuleRevision } from "./revision.js";
+import type { Override, OverrideSpec } from "./override.js";
 import type { FailureMode, Rule, RuleSpec } from "./rule.js";
 
 export interface Clock {
@@ -152,7 +153,27 @@ export interface RuleRepository {
   writeAll(writes: readonly RuleWrite[], origin?: ChangeOrigin, maxRulesPerTenant?: number): Promise<Rule[]>;
   /** Every revision of the rule, oldest first; empty when the id never existed. */
   history(id: string): Promise<RuleRevision[]>;
+  /**
+   * Writes the override (replacing the rule's override of the same target,
+   * match and identifier, whose id it then keeps), takes the rule to its
+   * next version and records the revision, in one transaction; null when
+   * the rule is gone.
+   */
+  setOverride(id: string, spec: OverrideSpec, origin?: ChangeOrigin): Promise<OverrideWrite | null>;
+  /** Deletes the override, taking its rule to its next version; null when there is no such override. */
+  deleteOverride(id: string, origin?: ChangeOrigin): Promise<OverrideWrite | null>;
+  getOverride(id: string): Promise<Override | null>;
+  /** The overrides not expired by now, of every rule. */
+  listOverrides(): Promise<Override[]>;
+  /** Up to `first` overrides of the rule, by id, after the id `after`. */
+  pageOverrides(ruleId: string, first: number, after: string | null): Promise<Override[]>;
   close(): Promise<void>;
+}
+
+/** An override written or deleted, and its rule at the version that change took it to. */
+export interface OverrideWrite {
+  rule: Rule;
+  override: Override;
 }
 
 export interface ApiKey {

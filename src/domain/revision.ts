@@ -1,4 +1,5 @@
 import type { RuleChangeKind } from "./events.js";
+import type { Override } from "./override.js";
 import type { Rule } from "./rule.js";
 
 /** One change of one rule, as kept in its history: deleting a rule keeps its history. */
@@ -17,6 +18,8 @@ export interface RuleRevision {
   before: Rule | null;
   /** The rule after the change; null for a deletion. */
   after: Rule | null;
+  /** For a change to one of the rule's overrides (the rule's fields unchanged): the override before and after; null otherwise. */
+  override: { before: Override | null; after: Override | null } | null;
 }
 
 /** Who asks for a change, and why: recorded with the revision it writes. */

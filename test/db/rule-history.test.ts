@@ -36,7 +36,7 @@ function historyCases(target: () => Promise<DatabaseTarget>): void {
   it("records a creation: version 1, its time, who and why, and the whole rule after", async () => {
     const rule = await subject.repo.create(randomUUID(), spec(), ORIGIN);
     expect(await subject.repo.history(rule.id)).toEqual([
-      { ruleId: rule.id, tenantId: rule.tenantId, version: 1, kind: "CREATED", at: new Date(T0), ...ORIGIN, before: null, after: rule },
+      { ruleId: rule.id, tenantId: rule.tenantId, version: 1, kind: "CREATED", at: new Date(T0), ...ORIGIN, before: null, after: rule, override: null },
     ]);
   });
 
@@ -46,7 +46,7 @@ function historyCases(target: () => Promise<DatabaseTarget>): void {
     const updated = (await subject.repo.update(created.id, spec({ tenantId: created.tenantId, limit: 7 }), 1))!;
     expect(await subject.repo.update(created.id, spec({ tenantId: created.tenantId, limit: 9 }), 1)).toBeNull();
     expect((await subject.repo.history(created.id)).slice(1)).toEqual([
-      { ruleId: created.id, tenantId: created.tenantId, version: 2, kind: "UPDATED", at: new Date(T0 + 1000), actor: null, note: null, before: created, after: updated },
+      { ruleId: created.id, tenantId: created.tenantId, version: 2, kind: "UPDATED", at: new Date(T0 + 1000), actor: null, note: null, before: created, after: updated, override: null },
     ]);
   });
 
@@ -129,7 +129,7 @@ async function backfillCase(sql: SqlClient, prisma: PrismaClient): Promise<void>
   ] as const) {
     const rule = (await repo.get(id))!;
     expect(await repo.history(id)).toEqual([
-      { ruleId: id, tenantId: "acme", version: rule.version, kind, at: rule.updatedAt, actor: null, note: "recorded when rule history began", before: null, after: rule },
+      { ruleId: id, tenantId: "acme", version: rule.version, kind, at: rule.updatedAt, actor: null, note: "recorded when rule history began", before: null, after: rule, override: null },
     ]);
   }
 }

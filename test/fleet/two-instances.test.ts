@@ -25,7 +25,7 @@ import {
   type RuleChangesSubscription,
   type ThrottleEventsSubscription,
 } from "../generated/graphql.js";
-import { check, createRule, newTenant, realStorageAvailable } from "../support/api.js";
+import { check, createRule, newTenant, realStorageAvailable, warmUp } from "../support/api.js";
 import { startTestApps } from "../support/app.js";
 import type { TestApp } from "../harness/in-process-app.js";
 import { subscribe, type TestSubscription } from "../support/subscriptions.js";
@@ -47,12 +47,7 @@ describe.runIf(await realStorageAvailable())("two instances on one Postgres and 
     const fleet = await startTestApps(2);
     [a, b] = fleet.apps as [TestApp, TestApp];
     stopFleet = fleet.stop;
-    // The first write and check of an instance open its connections: measure propagation, not start-up.
-    for (const instance of [a, b]) {
-      const tenantId = newTenant();
-      await createRule(instance.client, { tenantId, name: "warm-up", limit: 1, window: 1 });
-      await check(instance.client, { tenantId });
-    }
+    await warmUp(fleet.apps);
   });
 
   afterAll(async () => {

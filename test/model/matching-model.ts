@@ -7,6 +7,11 @@
  * values. The property tests require the engine's bucket keys to name the
  * same buckets (equal exactly when the tuples are) and its decisions to
  * agree with the algorithms' model on them.
+ *
+ * Overrides are chosen by scanning them all, globs matched by a regular
+ * expression: an exact override on the first target (in the bucket key's
+ * order) that has one, else the most specific live glob on the first target
+ * that has one (most literal characters, then the smallest identifier).
  */
 
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
@@ -18,6 +23,17 @@ export interface ModelRule {
   attributeKeys: string[];
   when: AttributeCondition[];
   params: LimitParams;
+  overrides: ModelOverride[];
+}
+
+export interface ModelOverride {
+  id: string;
+  /** "USER" or an attribute key. */
+  target: string;
+  glob: boolean;
+  identifier: string;
+  limit: number;
+  expiresAtMs: number | null;
 }
 
 export interface ModelCheck {
@@ -42,4 +58,29 @@ export function modelBucketOf(rule: ModelRule, check: ModelCheck): string | null
     tuple.push(value);
   }
   return JSON.stringify([rule.id, ...tuple]);
+}
+
+/** The override that applies to the check's bucket of the rule at nowMs, by brute force; null: the rule's own limit. */
+export function modelOverrideOf(rule: ModelRule, check: ModelCheck, nowMs: number): ModelOverride | null {
+  const targets = [...(rule.keyedByUser ? ["USER"] : []), ...[...rule.attributeKeys].sort()];
+  const valueOf = (target: string) => (target === "USER" ? check.userId : (check.attributes.get(target) ?? null));
+  const live = rule.overrides.filter((o) => o.expiresAtMs === null || o.expiresAtMs > nowMs);
+  for (const target of targets) {
+    const exact = live.find((o) => o.target === target && !o.glob && o.identifier === valueOf(target));
+    if (exact !== undefined) return exact;
+  }
+  for (const target of targets) {
+    const value = valueOf(target);
+    if (value === null) continue;
+    const literals = (o: ModelOverride) => o.identifier.replaceAll("*", "").length;
+    const matching = live
+      .filter((o) => o.target === target && o.glob && globRegExp(o.identifier).test(value))
+      .sort((x, y) => literals(y) - literals(x) || (x.identifier < y.identifier ? -1 : x.identifier > y.identifier ? 1 : 0));
+    if (matching.length > 0) return matching[0]!;
+  }
+  return null;
+}
+
+function globRegExp(glob: string): RegExp {
+  return new RegExp(`^${glob.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "s");
 }

@@ -1,11 +1,13 @@
 /**
  * Property tests of rules keyed by attributes and applying to some of their
- * values: random rules and random checks (attributes present or absent,
- * values that look like a bucket key's labels and separators) go through the
+ * values, and of overrides: random rules with random overrides (exact and
+ * glob, some expiring along the way) and random checks (attributes present
+ * or absent, values that look like a bucket key's labels and separators) go through the
  * Limiter on the in-memory store and on the Redis store, and through the
  * reference models (matching-model.ts for which buckets, reference-model.ts
  * for the arithmetic). Every check must find the same rules, count against
- * the same buckets, and get the same decision and remaining counts. Time is
+ * the same buckets under the same override, and get the same decision,
+ * limit and remaining counts. Time is
  * a ManualClock; nothing sleeps.
  */
 
@@ -13,6 +15,7 @@ import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
+import type { Override } from "../../src/domain/override.js";
 import type { CounterStore } from "../../src/domain/ports.js";
 import type { Rule } from "../../src/domain/rule.js";
 import { BOOTSTRAP } from "../../src/engine/access/api-key-service.js";
@@ -26,7 +29,7 @@ import { makeCheckRequest, makeRule } from "../support/domain-factory.js";
 import { testRedis } from "../support/redis.js";
 import { redisAvailable } from "../support/services.js";
 import { anyParams, stepArbitrary } from "./arbitraries.js";
-import { modelBucketOf, type ModelCheck, type ModelRule } from "./matching-model.js";
+import { modelBucketOf, modelOverrideOf, type ModelCheck, type ModelOverride, type ModelRule } from "./matching-model.js";
 import { decideModels, modelFor, type BucketModel } from "./reference-model.js";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 60);
@@ -42,19 +45,74 @@ const withRedis = await redisAvailable();
 const VALUE: fc.Arbitrary<string> = fc.constantFrom("free", "a", "c", "a|attr.region:b", "b|attr.region:c", "a%7Cb", "x:y");
 const ATTRIBUTE_KEYS = ["plan", "region", "plan.tier"] as const;
 
-const ruleArbitrary = fc.record({
-  keyedByUser: fc.boolean(),
-  attributeKeys: fc.subarray([...ATTRIBUTE_KEYS]),
-  when: fc.subarray([...ATTRIBUTE_KEYS], { maxLength: 2 }).chain((keys) =>
-    fc.tuple(...keys.map((key) => fc.uniqueArray(VALUE, { minLength: 1, maxLength: 3 }).map((values) => ({ key, values })))),
-  ),
-  params: anyParams,
-});
+const GLOB: fc.Arbitrary<string> = fc.constantFrom("*", "a*", "*c", "a*c", "*|attr*", "free*", "*:*");
+
+/** Overrides of the rule's own targets; an expiry within the steps' reach, or none. */
+function overridesOf(targets: string[]): fc.Arbitrary<ModelOverride[]> {
+  if (targets.length === 0) return fc.constant([]);
+  const override = fc.record({
+    target: fc.constantFrom(...targets),
+    glob: fc.boolean(),
+    exact: fc.oneof(VALUE, fc.constantFrom("u1", "u2", "u|1")),
+    pattern: GLOB,
+    limit: fc.integer({ min: 1, max: 12 }),
+    expiresInMs: fc.option(fc.integer({ min: 1, max: 60_000 }), { freq: 2 }),
+  });
+  return fc.array(override, { maxLength: 6 }).map((drawn) => {
+    // One override per target, match and identifier, as the service keeps them.
+    const seen = new Set<string>();
+    return drawn.flatMap((o, i) => {
+      const identifier = o.glob ? o.pattern : o.exact;
+      const identity = `${o.target}\n${o.glob}\n${identifier}`;
+      if (seen.has(identity)) return [];
+      seen.add(identity);
+      return [{ id: `o${i}`, target: o.target, glob: o.glob, identifier, limit: o.limit, expiresAtMs: o.expiresInMs === null ? null : T0 + o.expiresInMs } satisfies ModelOverride];
+    });
+  });
+}
+
+const ruleArbitrary = fc
+  .record({
+    keyedByUser: fc.boolean(),
+    attributeKeys: fc.subarray([...ATTRIBUTE_KEYS]),
+    when: fc.subarray([...ATTRIBUTE_KEYS], { maxLength: 2 }).chain((keys) =>
+      fc.tuple(...keys.map((key) => fc.uniqueArray(VALUE, { minLength: 1, maxLength: 3 }).map((values) => ({ key, values })))),
+    ),
+    params: anyParams,
+  })
+  .chain((rule) => overridesOf([...(rule.keyedByUser ? ["USER"] : []), ...rule.attributeKeys]).map((overrides) => ({ ...rule, overrides })));
 
 const checkArbitrary = fc.record({
   userId: fc.option(fc.constantFrom("u1", "u2", "u|1"), { nil: null, freq: 4 }),
   attributes: fc.record({ plan: fc.option(VALUE), region: fc.option(VALUE), "plan.tier": fc.option(VALUE) }),
 });
+
+function overrideOf(rule: ModelRule, o: ModelOverride): Override {
+  return {
+    id: `${rule.id}-${o.id}`,
+    tenantId: "acme",
+    ruleId: rule.id,
+    dimension: o.target === "USER" ? "USER" : null,
+    attributeKey: o.target === "USER" ? null : o.target,
+    match: o.glob ? "GLOB" : "EXACT",
+    identifier: o.identifier,
+    limit: o.limit,
+    burst: null,
+    window: null,
+    windowUnit: null,
+    expiresAt: o.expiresAtMs === null ? null : new Date(o.expiresAtMs),
+    note: null,
+    version: 1,
+    actor: null,
+    createdAt: new Date(T0),
+    updatedAt: new Date(T0),
+  };
+}
+
+/** The params of the model rule's bucket under an override: its limit, and so its capacity. */
+function paramsUnder(params: LimitParams, override: ModelOverride | null): LimitParams {
+  return override === null ? params : { ...params, limit: override.limit, capacity: override.limit };
+}
 
 /** A stored rule with the model rule's parameters (windows are whole seconds in the arbitraries). */
 function ruleOf(model: ModelRule): Rule {
@@ -75,7 +133,7 @@ function ruleOf(model: ModelRule): Rule {
   });
 }
 
-describe("rules keyed by attributes agree with the reference models", () => {
+describe("rules keyed by attributes, and their overrides, agree with the reference models", () => {
   let redis: Redis | null = null;
   let layout: KeyLayout;
   let cleanup: () => Promise<void> = async () => undefined;
@@ -106,7 +164,7 @@ describe("rules keyed by attributes agree with the reference models", () => {
           const rules: ModelRule[] = generated.map((r, i) => ({ ...r, id: `attr-${run}-${i}` }));
           const clock = new ManualClock(T0);
           const book = new RuleBook();
-          book.load(rules.map(ruleOf));
+          book.load(rules.map(ruleOf), book.mark(), rules.flatMap((rule) => rule.overrides.map((o) => overrideOf(rule, o))));
           const limiters = stores(clock).map((store) => ({ store, limiter: new Limiter(book, store, null, clock) }));
           const models = new Map<string, BucketModel>();
           /** Engine key -> model bucket, and back: one-to-one, or two buckets collided (or one split). */
@@ -120,12 +178,12 @@ describe("rules keyed by attributes agree with the reference models", () => {
             const check: ModelCheck = { userId: generatedCheck.userId, attributes };
             const applying = rules.flatMap((rule) => {
               const bucket = modelBucketOf(rule, check);
-              return bucket === null ? [] : [{ rule, bucket }];
+              return bucket === null ? [] : [{ rule, bucket, override: modelOverrideOf(rule, check, clock.now()) }];
             });
-            const buckets = applying.map(({ rule, bucket }): { model: BucketModel; params: LimitParams } => {
+            const buckets = applying.map(({ rule, bucket, override }): { model: BucketModel; params: LimitParams } => {
               let model = models.get(bucket);
               if (model === undefined) models.set(bucket, (model = modelFor(rule.params.algorithm)));
-              return { model, params: rule.params };
+              return { model, params: paramsUnder(rule.params, override) };
             });
             const expected = decideModels(buckets, clock.now(), step.cost, step.dryRun);
             const request = makeCheckRequest({ userId: check.userId, attributes, cost: step.cost, dryRun: step.dryRun });
@@ -146,7 +204,16 @@ describe("rules keyed by attributes agree with the reference models", () => {
                   bucketToKey.set(bucket, id);
                 }
                 const outcome = expected.outcomes[i]!;
-                expect({ allowed: result.allowed, remaining: result.remaining }, where).toEqual({ allowed: outcome.conforming, remaining: outcome.remaining });
+                const override = applying[i]!.override;
+                expect(
+                  { override: result.override?.id ?? null, limit: result.limit, allowed: result.allowed, remaining: result.remaining },
+                  where,
+                ).toEqual({
+                  override: override === null ? null : `${result.rule.id}-${override.id}`,
+                  limit: buckets[i]!.params.capacity,
+                  allowed: outcome.conforming,
+                  remaining: outcome.remaining,
+                });
               }
             }
           }

@@ -52,6 +52,8 @@ const EXAMPLE_INPUTS: Record<string, Record<string, unknown>> = {
   CheckLimitsInput: { tenantId: TENANT, dryRun: true },
   AttributeInput: { key: "plan", value: "free" },
   AttributeConditionInput: { key: "plan", values: ["free"] },
+  // Its ruleId is the rule the cases name (set once that rule exists), which is keyed by USER.
+  SetOverrideInput: { ruleId: "", dimension: "USER", identifier: "u1", limit: 1 },
 };
 
 interface Case {
@@ -149,7 +151,8 @@ describe(`control characters in every ID and String argument (${storage} storage
 
   beforeAll(async () => {
     t = await startTestApp(storage, { ADMIN_MUTATIONS_PER_MINUTE: "1000000" });
-    ids.rule = (await t.client.data(CreateRuleDocument, { input: { tenantId: TENANT, name: "target", limit: 1, window: 1, action: "LOG_ONLY" } })).createRule.id;
+    ids.rule = (await t.client.data(CreateRuleDocument, { input: { tenantId: TENANT, name: "target", scope: ["USER"], limit: 1, window: 1, action: "LOG_ONLY" } })).createRule.id;
+    EXAMPLE_INPUTS.SetOverrideInput!.ruleId = ids.rule;
     ids.key = (await t.client.data(CreateApiKeyDocument, { input: { tenantId: TENANT, role: "VIEWER", name: "target" } })).createApiKey.apiKey.id;
     socket = createClient({ url: t.app.url.replace(/^http/, "ws"), webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { authorization: `Bearer ${t.adminToken}` } });
   });

@@ -92,4 +92,13 @@ export async function check(client: GraphQLClient, request: CheckLimitsInput) {
   return (await client.data(CheckLimitsDocument, { request })).checkLimits;
 }
 
+/** The first write and check of an instance open its connections: a fleet test warms each up to measure propagation, not start-up. */
+export async function warmUp(apps: readonly TestApp[]): Promise<void> {
+  for (const instance of apps) {
+    const tenantId = newTenant();
+    await createRule(instance.client, { tenantId, name: "warm-up", limit: 1, window: 1 });
+    await check(instance.client, { tenantId });
+  }
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

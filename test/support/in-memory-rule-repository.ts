@@ -2,13 +2,15 @@
 
 import { ConflictError, RuleQuotaError } from "../../src/domain/errors.js";
 import type { RuleChangeKind } from "../../src/domain/events.js";
-import { creationsByTenant, type RuleRepository, type RuleWrite } from "../../src/domain/ports.js";
+import { overrideIdentity, type Override, type OverrideSpec } from "../../src/domain/override.js";
+import { creationsByTenant, type OverrideWrite, type RuleRepository, type RuleWrite } from "../../src/domain/ports.js";
 import { UNKNOWN_ORIGIN, type ChangeOrigin, type RuleRevision } from "../../src/domain/revision.js";
 import type { Rule, RuleSpec } from "../../src/domain/rule.js";
 
 export class InMemoryRuleRepository implements RuleRepository {
   private readonly rules = new Map<string, Rule>();
   private readonly revisions = new Map<string, RuleRevision[]>();
+  private readonly overrides = new Map<string, Override>();
 
   constructor(private readonly now: () => Date = () => new Date()) {}
 
@@ -67,7 +69,51 @@ export class InMemoryRuleRepository implements RuleRepository {
     return [...(this.revisions.get(id) ?? [])];
   }
 
+  async setOverride(id: string, spec: OverrideSpec, origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<OverrideWrite | null> {
+    const rule = this.nextVersion(spec.ruleId);
+    if (rule === null) return null;
+    const existing = [...this.overrides.values()].find((o) => overrideIdentity(o) === overrideIdentity(spec));
+    const now = this.now();
+    const override: Override = { ...spec, id: existing?.id ?? id, tenantId: rule.tenantId, version: rule.version, actor: origin.actor, createdAt: existing?.createdAt ?? now, updatedAt: now };
+    this.overrides.set(override.id, override);
+    this.record("UPDATED", rule.version, rule, rule, origin, { before: existing ?? null, after: override });
+    return { rule, override };
+  }
+
+  async deleteOverride(id: string, origin: ChangeOrigin = UNKNOWN_ORIGIN): Promise<OverrideWrite | null> {
+    const existing = this.overrides.get(id);
+    const rule = existing === undefined ? null : this.nextVersion(existing.ruleId);
+    if (existing === undefined || rule === null) return null;
+    this.overrides.delete(id);
+    this.record("UPDATED", rule.version, rule, rule, origin, { before: existing, after: null });
+    return { rule, override: { ...existing, version: rule.version } };
+  }
+
+  async getOverride(id: string): Promise<Override | null> {
+    return this.overrides.get(id) ?? null;
+  }
+
+  async listOverrides(): Promise<Override[]> {
+    const now = this.now().getTime();
+    return [...this.overrides.values()].filter((o) => this.rules.has(o.ruleId) && (o.expiresAt === null || o.expiresAt.getTime() > now));
+  }
+
+  async pageOverrides(ruleId: string, first: number, after: string | null): Promise<Override[]> {
+    return [...this.overrides.values()]
+      .filter((o) => o.ruleId === ruleId && (after === null || o.id > after))
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .slice(0, first);
+  }
+
   async close(): Promise<void> {}
+
+  private nextVersion(ruleId: string): Rule | null {
+    const current = this.rules.get(ruleId);
+    if (current === undefined) return null;
+    const rule = { ...current, version: current.version + 1, updatedAt: this.now() };
+    this.rules.set(ruleId, rule);
+    return rule;
+  }
 
   private withinQuota(creations: ReadonlyMap<string, number>, max: number): void {
     for (const [tenantId, created] of creations) {
@@ -76,10 +122,10 @@ export class InMemoryRuleRepository implements RuleRepository {
     }
   }
 
-  private record(kind: RuleChangeKind, version: number, before: Rule | null, after: Rule | null, origin: ChangeOrigin): void {
+  private record(kind: RuleChangeKind, version: number, before: Rule | null, after: Rule | null, origin: ChangeOrigin, override: RuleRevision["override"] = null): void {
     const rule = (after ?? before)!;
     const revisions = this.revisions.get(rule.id) ?? [];
-    revisions.push({ ruleId: rule.id, tenantId: rule.tenantId, version, kind, at: this.now(), ...origin, before, after });
+    revisions.push({ ruleId: rule.id, tenantId: rule.tenantId, version, kind, at: this.now(), ...origin, before, after, override });
     this.revisions.set(rule.id, revisions);
   }
 }

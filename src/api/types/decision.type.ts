@@ -3,6 +3,7 @@ import type { DecisionSource } from "../../domain/decision.js";
 import type { Action } from "../../domain/rule.js";
 import { AttributeInput } from "./attribute.type.js";
 import { ActionEnum, DecisionSourceEnum } from "./enums.js";
+import { OverrideType } from "./override.type.js";
 import { RuleType } from "./rule.type.js";
 
 @InputType()
@@ -63,6 +64,9 @@ export class RuleResultType {
 
   @Field(() => String, { description: 'The bucket this request counted against, e.g. "user:u42".' })
   key!: string;
+
+  @Field(() => OverrideType, { nullable: true, description: "The override that gave this bucket its limit (limit, remaining and the headers are then the override's); null: the rule's own." })
+  override!: OverrideType | null;
 
   @Field(() => Boolean)
   allowed!: boolean;

@@ -1,6 +1,7 @@
 import { registerEnumType } from "type-graphql";
 import { DECISION_SOURCES } from "../../domain/decision.js";
 import { INVALIDATION_KINDS, RULE_CHANGE_KINDS } from "../../domain/events.js";
+import { OVERRIDE_MATCHES } from "../../domain/override.js";
 import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, REACHES, WINDOW_UNITS } from "../../domain/rule.js";
 
 /** type-graphql registers enums from objects; the domain keeps them as lists of names. */
@@ -92,5 +93,17 @@ registerEnumType(InvalidationKindEnum, {
     LISTENING: { description: "The first message of every subscription: what is published from now on reaches this subscriber." },
     RULE_CHANGED: { description: "A rule was created, updated or deleted: every bucket of it." },
     BUCKET_RESET: { description: "One bucket was reset (resetLimit)." },
+  },
+});
+
+export const OverrideMatchEnum = enumObject(OVERRIDE_MATCHES);
+
+registerEnumType(OverrideMatchEnum, {
+  name: "OverrideMatch",
+  description: "How an override's identifier names the values it applies to.",
+  valuesConfig: {
+    EXACT: { description: "The value itself (for IP, an address; for API_KEY and CLIENT, the hash a bucket key shows). Beats every glob and CIDR block." },
+    GLOB: { description: 'A glob: "*" is any run of characters ("*@acme.com"). The one with the most literal characters wins.' },
+    CIDR: { description: 'For IP only: a block by its network address ("10.0.0.0/8"). The longest prefix wins.' },
   },
 });

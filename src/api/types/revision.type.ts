@@ -1,7 +1,17 @@
 import { Field, ID, Int, ObjectType } from "type-graphql";
 import type { RuleChangeKind } from "../../domain/events.js";
 import { RuleChangeKindEnum } from "./enums.js";
+import { OverrideType } from "./override.type.js";
 import { RuleType } from "./rule.type.js";
+
+@ObjectType("OverrideRevision", { simpleResolvers: true })
+export class OverrideRevisionType {
+  @Field(() => OverrideType, { nullable: true, description: "Null: the override was set for the first time." })
+  before!: OverrideType | null;
+
+  @Field(() => OverrideType, { nullable: true, description: "Null: the override was deleted." })
+  after!: OverrideType | null;
+}
 
 @ObjectType("RuleRevision", { simpleResolvers: true, description: "One change of a rule. Deleting a rule keeps its history." })
 export class RuleRevisionType {
@@ -31,4 +41,7 @@ export class RuleRevisionType {
 
   @Field(() => RuleType, { nullable: true, description: "The rule after the change; null for a deletion." })
   after!: RuleType | null;
+
+  @Field(() => OverrideRevisionType, { nullable: true, description: "For a change to one of the rule's overrides (its fields unchanged): the override before and after; null otherwise." })
+  override!: OverrideRevisionType | null;
 }

@@ -15,9 +15,11 @@ import type { RuleChange, RuleChangeKind } from "../../domain/events.js";
 import { creationsByTenant, type Clock, type CounterStore, type EventBus, type RuleRepository } from "../../domain/ports.js";
 import { hasControlCharacters } from "../../domain/request.js";
 import type { ChangeOrigin, RuleRevision } from "../../domain/revision.js";
+import { validateOverride, type Override, type OverrideInput } from "../../domain/override.js";
 import type { Action, Rule, RuleSpec } from "../../domain/rule.js";
 import { sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../domain/rule-validation.js";
 import { DEFAULT_RULE_LIMITS, LENGTHS, type RuleLimits } from "../../domain/service-limits.js";
+import { reference } from "../../domain/validation.js";
 import type { RuleBook } from "../decision/rule-book.js";
 import { planImport, type ImportProblem } from "./rule-import.js";
 import { writeRulesFile } from "./rules-file.js";
@@ -25,6 +27,8 @@ import { writeRulesFile } from "./rules-file.js";
 /** Concurrent writers without expectedVersion retry this many times before reporting a conflict. */
 const UPDATE_ATTEMPTS = 5;
 const IMPORT_NOTE = "imported from a rules file";
+/** Overrides one page of `overrides` may hold: a page is read from the database in one query. */
+const MAX_OVERRIDES_PAGE = 1000;
 
 export interface ImportedRule {
   tenantId: string;
@@ -164,6 +168,40 @@ export class RuleService {
     return writeRulesFile(tenant === null ? rules : rules.filter((rule) => rule.tenantId === tenant));
   }
 
+  /**
+   * Sets an override of a rule (replacing the one of the same target, match
+   * and identifier): a new version of the rule in its history, heard by
+   * every instance as a rule change carrying the override.
+   */
+  async setOverride(principal: Principal, input: OverrideInput): Promise<Override> {
+    reference(input.ruleId, "input.ruleId", LENGTHS.id);
+    const rule = this.writable(principal, input.ruleId, this.book.get(input.ruleId));
+    const spec = validateOverride(input, rule, new Date(this.clock.now()));
+    const written = await this.repository.setOverride(randomUUID(), spec, { actor: principal.keyId, note: null });
+    if (written === null) throw new NotFoundError("rule", input.ruleId);
+    await this.publish("UPDATED", written.rule, { id: written.override.id, value: written.override });
+    return written.override;
+  }
+
+  async deleteOverride(principal: Principal, id: string): Promise<boolean> {
+    const existing = await this.repository.getOverride(id);
+    if (existing === null || !may(principal, "readRules", existing.tenantId)) throw new NotFoundError("override", id);
+    authorize(principal, "writeRules", existing.tenantId);
+    const deleted = await this.repository.deleteOverride(id, { actor: principal.keyId, note: null });
+    if (deleted === null) throw new NotFoundError("override", id);
+    await this.publish("UPDATED", deleted.rule, { id, value: null });
+    return true;
+  }
+
+  /** A page of a rule's overrides by id, expired ones included; `hasMore` when there are more after it. */
+  async overrides(principal: Principal, ruleId: string, first: number, after: string | null): Promise<{ items: Override[]; hasMore: boolean }> {
+    if (after !== null) reference(after, "after", LENGTHS.id);
+    if (this.get(principal, ruleId) === null) throw new NotFoundError("rule", ruleId);
+    if (!Number.isInteger(first) || first < 1 || first > MAX_OVERRIDES_PAGE) throw new ValidationError("first", `must be an integer from 1 to ${MAX_OVERRIDES_PAGE} (got ${first})`);
+    const items = await this.repository.pageOverrides(ruleId, first + 1, after);
+    return { items: items.slice(0, first), hasMore: items.length > first };
+  }
+
   /** Forgets one bucket of one rule, in the store and in every instance's over-limit cache. */
   async resetLimit(principal: Principal, ruleId: string, key: string): Promise<boolean> {
     const rule = this.writable(principal, ruleId, this.book.get(ruleId));
@@ -214,7 +252,7 @@ export class RuleService {
     return rule;
   }
 
-  private async publish(kind: RuleChangeKind, rule: Rule): Promise<void> {
+  private async publish(kind: RuleChangeKind, rule: Rule, override?: RuleChange["override"]): Promise<void> {
     const change: RuleChange = {
       kind,
       ruleId: rule.id,
@@ -222,6 +260,7 @@ export class RuleService {
       version: kind === "DELETED" ? rule.version + 1 : rule.version,
       rule: kind === "DELETED" ? null : rule,
       at: new Date(this.clock.now()),
+      ...(override === undefined ? {} : { override }),
     };
     await this.events.publish("ruleChange", change);
   }

@@ -87,8 +87,8 @@ export class RuleSync {
     }
     const { book, repository } = this.options;
     const since = book.mark();
-    const rules = await repository.list();
-    book.load(rules, since);
+    const [rules, overrides] = await Promise.all([repository.list(), repository.listOverrides()]);
+    book.load(rules, since, overrides);
     this.current = "database";
     await this.saveSnapshot();
     return rules.length;

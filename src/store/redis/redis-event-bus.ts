@@ -36,7 +36,7 @@ const CHANNEL_NAMES: Record<EventTopic, string> = {
 };
 
 /** The fields of RuleChange, Rule and the events that are Dates, which JSON carries as ISO strings. */
-const DATE_FIELDS = new Set(["at", "createdAt", "updatedAt"]);
+const DATE_FIELDS = new Set(["at", "createdAt", "updatedAt", "expiresAt"]);
 
 interface Envelope {
   from: string;

@@ -1,0 +1,138 @@
+/**
+ * Overrides through the API: a "pro" customer gets its override's limit while
+ * everyone else gets the rule's; a raised override takes effect at once,
+ * over-limit cache and all; an expired or deleted override stops applying;
+ * each change is a revision of its rule; pages; validation and access.
+ */
+
+import { expect, it } from "vitest";
+import {
+  CheckWithOverrideDocument,
+  CreateApiKeyDocument,
+  DeleteOverrideDocument,
+  OverrideHistoryDocument,
+  OverridesDocument,
+  SetOverrideDocument,
+  type CheckLimitsInput,
+  type SetOverrideInput,
+} from "../generated/graphql.js";
+import { GraphQLClient } from "../harness/graphql-client.js";
+import { createRule, describeOnEachStorage, expectBadUserInput, expectCode, header, newTenant, sleep } from "../support/api.js";
+
+await describeOnEachStorage("overrides", (suite) => {
+  const decide = async (request: CheckLimitsInput) => (await suite.client.data(CheckWithOverrideDocument, { request })).checkLimits;
+  const setOverride = async (input: SetOverrideInput) => (await suite.client.data(SetOverrideDocument, { input })).setOverride;
+
+  async function perCustomer(limit: number) {
+    const tenantId = newTenant();
+    const rule = await createRule(suite.client, { tenantId, name: "per customer", attributeKeys: ["customer"], limit, window: 1, windowUnit: "HOURS" });
+    const of = (customer: string): CheckLimitsInput => ({ tenantId, attributes: [{ key: "customer", value: customer }] });
+    return { tenantId, rule, of };
+  }
+
+  it("gives a pro customer its override's limit while everyone else gets the rule's, and names the override", async () => {
+    const { rule, of } = await perCustomer(2);
+    const pro = await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "pro-co", limit: 5, note: "pro plan" });
+    expect(pro).toMatchObject({ ruleId: rule.id, attributeKey: "customer", dimension: null, match: "EXACT", identifier: "pro-co", limit: 5, note: "pro plan", version: 2 });
+
+    const proDecisions = [];
+    for (let i = 0; i < 6; i++) proDecisions.push(await decide(of("pro-co")));
+    expect(proDecisions.map((d) => d.allowed)).toEqual([true, true, true, true, true, false]);
+    expect(proDecisions[0]!.results).toEqual([{ key: "attr.customer:pro-co", limit: 5, override: { id: pro.id, identifier: "pro-co" } }]);
+    expect(header(proDecisions[0]!.headers, "RateLimit-Policy")).toBe('"per customer";q=5;w=3600');
+
+    const others = [];
+    for (let i = 0; i < 3; i++) others.push(await decide(of("free-co")));
+    expect(others.map((d) => d.allowed)).toEqual([true, true, false]);
+    expect(others[0]!.results).toEqual([{ key: "attr.customer:free-co", limit: 2, override: null }]);
+  });
+
+  it("matches globs and CIDR blocks, the most specific first, and an exact identifier before either", async () => {
+    const tenantId = newTenant();
+    const rule = await createRule(suite.client, { tenantId, name: "per user and ip", scope: ["USER", "IP"], limit: 1, window: 1, windowUnit: "HOURS" });
+    await setOverride({ ruleId: rule.id, dimension: "USER", match: "GLOB", identifier: "*@acme.com", limit: 10 });
+    await setOverride({ ruleId: rule.id, dimension: "USER", match: "GLOB", identifier: "*@eu.acme.com", limit: 20 });
+    await setOverride({ ruleId: rule.id, dimension: "IP", match: "CIDR", identifier: "10.0.0.0/8", limit: 30 });
+    await setOverride({ ruleId: rule.id, dimension: "IP", identifier: "10.0.0.9", limit: 40 });
+    const limitOf = async (userId: string, ip: string) => (await decide({ tenantId, userId, ip, dryRun: true })).results[0]!.limit;
+    expect(await limitOf("bob@eu.acme.com", "192.168.0.1")).toBe(20);
+    expect(await limitOf("bob@acme.com", "192.168.0.1")).toBe(10);
+    expect(await limitOf("bob@example.com", "10.1.2.3")).toBe(30);
+    // Exact on IP beats the glob on USER: exact overrides come first, whatever the dimension.
+    expect(await limitOf("bob@acme.com", "10.0.0.9")).toBe(40);
+    expect(await limitOf("bob@example.com", "192.168.0.1")).toBe(1);
+  });
+
+  it("takes effect at once when raised, though the over-limit cache was refusing the bucket", async () => {
+    const { rule, of } = await perCustomer(1);
+    await decide(of("c1"));
+    expect(await decide(of("c1"))).toMatchObject({ allowed: false });
+    expect(await decide(of("c1"))).toMatchObject({ allowed: false, source: "OVER_LIMIT_CACHE" });
+    await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "c1", limit: 3 });
+    expect(await decide(of("c1"))).toMatchObject({ allowed: true, source: "COUNTER_STORE", limit: 3, remaining: 1 });
+  });
+
+  it("stops applying when it expires, without any change being made", async () => {
+    const { rule, of } = await perCustomer(1);
+    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "c1", limit: 9, expiresAt });
+    expect((await decide({ ...of("c1"), dryRun: true })).limit).toBe(9);
+    const deadline = Date.parse(expiresAt) + 1000;
+    let limit = 9;
+    while (limit === 9 && Date.now() < deadline) {
+      await sleep(20);
+      limit = (await decide({ ...of("c1"), dryRun: true })).limit!;
+    }
+    expect(limit).toBe(1);
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(expiresAt));
+  });
+
+  it("stops applying once deleted, and keeps every change in the rule's history", async () => {
+    const { rule, of } = await perCustomer(1);
+    const first = await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "c1", limit: 4 });
+    const again = await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "c1", limit: 6 });
+    expect(again.id).toBe(first.id);
+    expect((await decide({ ...of("c1"), dryRun: true })).limit).toBe(6);
+    expect((await suite.client.data(DeleteOverrideDocument, { id: first.id })).deleteOverride).toBe(true);
+    expect((await decide({ ...of("c1"), dryRun: true })).results[0]).toMatchObject({ limit: 1, override: null });
+    const history = (await suite.client.data(OverrideHistoryDocument, { id: rule.id })).ruleHistory;
+    expect(history.map((r) => [r.version, r.note, r.override?.before?.limit ?? null, r.override?.after?.limit ?? null])).toEqual([
+      [1, null, null, null],
+      [2, 'override set: attribute customer exact "c1", limit 4', null, 4],
+      [3, 'override set: attribute customer exact "c1", limit 6', 4, 6],
+      [4, 'override deleted: attribute customer exact "c1", limit 6', 6, null],
+    ]);
+    const { errors } = await suite.client.request(DeleteOverrideDocument, { id: first.id });
+    expectCode(errors, "NOT_FOUND");
+  });
+
+  it("lists a rule's overrides page by page", async () => {
+    const { rule } = await perCustomer(1);
+    for (let i = 0; i < 5; i++) await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: `c${i}`, limit: 10 + i });
+    const first = (await suite.client.data(OverridesDocument, { ruleId: rule.id, first: 3 })).overrides;
+    expect(first.items).toHaveLength(3);
+    expect(first.hasNextPage).toBe(true);
+    const rest = (await suite.client.data(OverridesDocument, { ruleId: rule.id, first: 3, after: first.endCursor })).overrides;
+    expect(rest).toMatchObject({ hasNextPage: false, endCursor: null });
+    expect([...first.items, ...rest.items].map((o) => o.identifier).sort()).toEqual(["c0", "c1", "c2", "c3", "c4"]);
+  });
+
+  it("refuses an override of what the rule is not keyed by, naming the field", async () => {
+    const { rule } = await perCustomer(1);
+    const { errors } = await suite.client.request(SetOverrideDocument, { input: { ruleId: rule.id, dimension: "USER", identifier: "u1", limit: 5 } });
+    expectBadUserInput(errors, "input.dimension");
+    const glob = await suite.client.request(SetOverrideDocument, { input: { ruleId: rule.id, attributeKey: "customer", match: "CIDR", identifier: "10.0.0.0/8", limit: 5 } });
+    expectBadUserInput(glob.errors, "input.identifier");
+  });
+
+  it("hides another tenant's rules and overrides: NOT_FOUND, as for ids that do not exist", async () => {
+    const { rule } = await perCustomer(1);
+    const override = await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "c1", limit: 5 });
+    const other = newTenant();
+    const { secret } = (await suite.client.data(CreateApiKeyDocument, { input: { tenantId: other, role: "TENANT_ADMIN", name: "other" } })).createApiKey;
+    const outsider = new GraphQLClient(suite.t.app.url, secret);
+    expectCode((await outsider.request(SetOverrideDocument, { input: { ruleId: rule.id, attributeKey: "customer", identifier: "c2", limit: 5 } })).errors, "NOT_FOUND");
+    expectCode((await outsider.request(DeleteOverrideDocument, { id: override.id })).errors, "NOT_FOUND");
+    expectCode((await outsider.request(OverridesDocument, { ruleId: rule.id })).errors, "NOT_FOUND");
+  });
+});
