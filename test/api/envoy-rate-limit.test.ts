@@ -9,7 +9,7 @@
 
 import { status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CreateApiKeyDocument, ThrottleEventsDocument, type CreateRuleInput } from "../generated/graphql.js";
+import { CreateApiKeyDocument, SetOverrideDocument, ThrottleEventsDocument, type CreateRuleInput } from "../generated/graphql.js";
 import { createRule, newTenant, realStorageAvailable, uniqueName } from "../support/api.js";
 import { startTestApp } from "../support/app.js";
 import { envoyClient, type DescriptorInput, type EnvoyClient, type RateLimitResponse } from "../support/envoy-client.js";
@@ -152,6 +152,20 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
     const badKey = await grpcError(admin.shouldRateLimit({ domain: shop, descriptors: [entries(["plan", "free"], ["x plan", "free"])] }));
     expect(badKey.code).toBe(status.INVALID_ARGUMENT);
     expect(badKey.details).toBe('descriptors[0].entries[1].key must be letters, digits, "_", "-" and "." only (got "x plan")');
+  });
+
+  it("answers an override's limit and window for the bucket it names, and the rule's for the others", async () => {
+    const shop = newTenant();
+    const perUser = await rule(shop, { scope: ["USER"], limit: 1 });
+    await t.client.data(SetOverrideDocument, { input: { ruleId: perUser.id, dimension: "USER", identifier: "vip", limit: 100, window: 1, windowUnit: "HOURS" } });
+    const user = (id: string): DescriptorInput => ({ entries: [{ key: "user_id", value: id }] });
+    // The instance that set the override applies it before answering the mutation.
+    const vip = await admin.shouldRateLimit({ domain: shop, descriptors: [user("vip")] });
+    expect(vip.statuses[0]).toMatchObject({ code: "OK", current_limit: { name: perUser.name, requests_per_unit: 100, unit: "HOUR" } });
+    expect((await admin.shouldRateLimit({ domain: shop, descriptors: [user("someone")] })).statuses[0]).toMatchObject({
+      current_limit: { requests_per_unit: 1, unit: "MINUTE" },
+      limit_remaining: 0,
+    });
   });
 
   it("maps the domain: through GRPC_DOMAINS, else to the tenant of the same name", async () => {
