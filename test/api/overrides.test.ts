@@ -10,6 +10,8 @@ import {
   CheckWithOverrideDocument,
   CreateApiKeyDocument,
   DeleteOverrideDocument,
+  ExportRulesDocument,
+  ImportRulesDocument,
   OverrideHistoryDocument,
   OverridesDocument,
   SetOverrideDocument,
@@ -123,6 +125,64 @@ await describeOnEachStorage("overrides", (suite) => {
     expectBadUserInput(errors, "input.dimension");
     const glob = await suite.client.request(SetOverrideDocument, { input: { ruleId: rule.id, attributeKey: "customer", match: "CIDR", identifier: "10.0.0.0/8", limit: 5 } });
     expectBadUserInput(glob.errors, "input.identifier");
+  });
+
+  it("reads overrides from a rules file, writes them back to one that imports unchanged, and deletes those a rule's entry leaves out", async () => {
+    const tenantId = newTenant();
+    const file = (overrides: string) => `rules:
+  - tenantId: ${tenantId}
+    name: per customer
+    attributeKeys: [customer]
+    limit: 2
+    window: 1
+    windowUnit: HOURS
+${overrides}`;
+    const withPro = file(`    overrides:
+      - attributeKey: customer
+        identifier: pro-co
+        limit: 5
+        note: pro plan
+      - attributeKey: customer
+        match: GLOB
+        identifier: "*-trial"
+        limit: 1
+`);
+    const imported = (await suite.client.data(ImportRulesDocument, { yaml: withPro })).importRules;
+    expect(imported.created.map((r) => r.name)).toEqual(["per customer"]);
+    const of = (customer: string): CheckLimitsInput => ({ tenantId, attributes: [{ key: "customer", value: customer }], dryRun: true });
+    expect((await decide(of("pro-co"))).results[0]).toMatchObject({ limit: 5, override: { identifier: "pro-co" } });
+    expect((await decide(of("acme-trial"))).results[0]).toMatchObject({ limit: 1, override: { identifier: "*-trial" } });
+    expect((await decide(of("other"))).results[0]).toMatchObject({ limit: 2, override: null });
+
+    const exported = (await suite.client.data(ExportRulesDocument, { tenantId })).exportRules;
+    expect(exported).toContain(`    overrides:
+      - attributeKey: customer
+        identifier: pro-co
+        limit: 5
+        note: pro plan
+      - attributeKey: customer
+        match: GLOB
+        identifier: "*-trial"
+        limit: 1
+`);
+    const again = (await suite.client.data(ImportRulesDocument, { yaml: exported, dryRun: true })).importRules;
+    expect(again.unchanged.map((r) => r.name)).toEqual(["per customer"]);
+
+    // The entry without overrides leaves them alone; with `overrides: []` it deletes them.
+    expect((await suite.client.data(ImportRulesDocument, { yaml: file("") })).importRules.unchanged).toHaveLength(1);
+    expect((await decide(of("pro-co"))).results[0]!.limit).toBe(5);
+    expect((await suite.client.data(ImportRulesDocument, { yaml: file("    overrides: []\n") })).importRules.updated).toHaveLength(1);
+    expect((await decide(of("pro-co"))).results[0]).toMatchObject({ limit: 2, override: null });
+  });
+
+  it("reports a rules file's bad override with its line and field, and writes nothing", async () => {
+    const tenantId = newTenant();
+    const yaml = `rules:\n  - tenantId: ${tenantId}\n    name: x\n    scope: [USER]\n    limit: 1\n    window: 1\n    overrides:\n      - dimension: IP\n        identifier: 10.0.0.1\n        limit: 5\n`;
+    const result = (await suite.client.data(ImportRulesDocument, { yaml })).importRules;
+    expect(result).toMatchObject({ applied: false, created: [] });
+    expect(result.invalid).toEqual([
+      { line: 8, column: 20, field: "rules[0].overrides[0].dimension", message: "rules[0].overrides[0].dimension IP is not what the rule's buckets are keyed by: USER" },
+    ]);
   });
 
   it("hides another tenant's rules and overrides: NOT_FOUND, as for ids that do not exist", async () => {

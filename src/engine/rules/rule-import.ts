@@ -5,13 +5,18 @@
  * (tenantId, name), and each valid entry becomes a creation, an update, or
  * nothing when the stored rule already equals it. An entry is the whole rule:
  * a field it leaves out takes its default, as in createRule. Rules the file
- * does not name are left alone.
+ * does not name are left alone. An entry with `overrides` makes them the
+ * rule's overrides, each checked with setOverride's own checks against the
+ * rule as the entry makes it (those it does not list are deleted); an entry
+ * without leaves the rule's overrides alone.
  */
 
+import { ValidationError } from "../../domain/errors.js";
+import { overrideIdentity, validateOverride, type Override, type OverrideSpec } from "../../domain/override.js";
 import type { RuleWrite } from "../../domain/ports.js";
 import type { Rule } from "../../domain/rule.js";
 import { checkNewRule, sameSpec, specOf } from "../../domain/rule-validation.js";
-import { entryPrefix, readRulesFile, type Position } from "./rules-file.js";
+import { entryPrefix, OVERRIDE_FILE_FIELDS, readRulesFile, type Position, type RulesFile } from "./rules-file.js";
 
 export type ImportOutcome = "created" | "updated" | "unchanged";
 
@@ -32,6 +37,8 @@ export interface PlannedRule {
   current: Rule | null;
   /** What to write; null when unchanged. */
   write: RuleWrite | null;
+  /** The overrides to set and to delete; null when the entry says nothing of them. */
+  overrides: { set: OverrideSpec[]; deleted: Override[] } | null;
 }
 
 export interface ImportPlan {
@@ -41,7 +48,13 @@ export interface ImportPlan {
   problems: ImportProblem[];
 }
 
-export function planImport(text: string, stored: readonly Rule[], newId: () => string): ImportPlan {
+export function planImport(
+  text: string,
+  stored: readonly Rule[],
+  newId: () => string,
+  storedOverrides: ReadonlyMap<string, readonly Override[]> = new Map(),
+  now: Date = new Date(),
+): ImportPlan {
   const file = readRulesFile(text);
   const problems: ImportProblem[] = file.problems.map(({ position, field, message }) => ({ ...lineAndColumn(position), field, message }));
   const byIdentity = new Map(stored.map((rule) => [identity(rule.tenantId, rule.name), rule]));
@@ -67,12 +80,76 @@ export function planImport(text: string, stored: readonly Rule[], newId: () => s
     }
     seen.set(id, { index: entry.index, line: entry.position.line });
     const current = byIdentity.get(id) ?? null;
-    const planned = { tenantId: spec.tenantId, name: spec.name, line: entry.position.line, current };
-    if (current === null) rules.push({ ...planned, outcome: "created", write: { kind: "create", id: newId(), spec } });
-    else if (sameSpec(spec, specOf(current))) rules.push({ ...planned, outcome: "unchanged", write: null });
+    const ruleId = current?.id ?? newId();
+    const overrides = planOverrides(file, entry.index, entry.overrides, { ...spec, id: ruleId, version: current?.version ?? 1, createdAt: now, updatedAt: now }, storedOverrides.get(ruleId) ?? [], now);
+    if (overrides !== null && "problems" in overrides) {
+      problems.push(...overrides.problems);
+      continue;
+    }
+    const overridesChange = overrides !== null && (overrides.set.length > 0 || overrides.deleted.length > 0);
+    const planned = { tenantId: spec.tenantId, name: spec.name, line: entry.position.line, current, overrides };
+    if (current === null) rules.push({ ...planned, outcome: "created", write: { kind: "create", id: ruleId, spec } });
+    else if (sameSpec(spec, specOf(current))) rules.push({ ...planned, outcome: overridesChange ? "updated" : "unchanged", write: null });
     else rules.push({ ...planned, outcome: "updated", write: { kind: "update", id: current.id, spec, version: current.version } });
   }
   return { entries: file.size, rules, problems };
+}
+
+/** The entry's overrides against the rule's stored ones: what to set (new or changed) and what to delete; null when the entry has none. */
+function planOverrides(
+  file: RulesFile,
+  index: number,
+  written: unknown,
+  rule: Rule,
+  stored: readonly Override[],
+  now: Date,
+): { set: OverrideSpec[]; deleted: Override[] } | { problems: ImportProblem[] } | null {
+  if (written === undefined) return null;
+  const field = `${entryPrefix(index)}.overrides`;
+  const problem = (at: string, message: string): ImportProblem => ({ ...lineAndColumn(file.positionOf(at)), field: at, message });
+  if (written !== null && !Array.isArray(written)) return { problems: [problem(field, `${field} must be a list of overrides (use [] for none)`)] };
+  const problems: ImportProblem[] = [];
+  const specs: OverrideSpec[] = [];
+  for (const [i, item] of (written ?? []).entries()) {
+    const prefix = `${field}[${i}]`;
+    if (typeof item !== "object" || item === null || Array.isArray(item)) {
+      problems.push(problem(prefix, `${prefix} must be a mapping of override fields`));
+      continue;
+    }
+    const unknown = Object.keys(item).find((key) => !(OVERRIDE_FILE_FIELDS as readonly string[]).includes(key));
+    if (unknown !== undefined) {
+      problems.push(problem(`${prefix}.${unknown}`, `${prefix}.${unknown} is not an override field; the fields are ${OVERRIDE_FILE_FIELDS.join(", ")}`));
+      continue;
+    }
+    try {
+      specs.push(validateOverride({ ...(item as Record<string, unknown>), ruleId: rule.id }, rule, now, prefix));
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      problems.push(problem(error.field, error.message));
+    }
+  }
+  const identities = new Map(specs.map((spec) => [overrideIdentity(spec), spec]));
+  if (identities.size < specs.length) problems.push(problem(field, `${field} lists one override (target, match and identifier) twice`));
+  if (problems.length > 0) return { problems };
+  const byIdentity = new Map(stored.map((override) => [overrideIdentity(override), override]));
+  return {
+    set: specs.filter((spec) => {
+      const known = byIdentity.get(overrideIdentity(spec));
+      return known === undefined || !sameOverride(spec, known);
+    }),
+    deleted: stored.filter((override) => !identities.has(overrideIdentity(override))),
+  };
+}
+
+function sameOverride(a: OverrideSpec, b: OverrideSpec): boolean {
+  return (
+    a.limit === b.limit &&
+    a.burst === b.burst &&
+    a.window === b.window &&
+    a.windowUnit === b.windowUnit &&
+    a.note === b.note &&
+    (a.expiresAt?.getTime() ?? null) === (b.expiresAt?.getTime() ?? null)
+  );
 }
 
 function lineAndColumn(position: Position | null): { line: number | null; column: number | null } {

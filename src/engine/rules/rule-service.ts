@@ -21,7 +21,7 @@ import { sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput }
 import { DEFAULT_RULE_LIMITS, LENGTHS, type RuleLimits } from "../../domain/service-limits.js";
 import { reference } from "../../domain/validation.js";
 import type { RuleBook } from "../decision/rule-book.js";
-import { planImport, type ImportProblem } from "./rule-import.js";
+import { planImport, type ImportProblem, type PlannedRule } from "./rule-import.js";
 import { writeRulesFile } from "./rules-file.js";
 
 /** Concurrent writers without expectedVersion retry this many times before reporting a conflict. */
@@ -133,8 +133,8 @@ export class RuleService {
     if (bytes > maxImportBytes) {
       throw new ValidationError("yaml", `is ${bytes} bytes, more than the ${maxImportBytes} an import may have (MAX_IMPORT_BYTES); split the file`);
     }
-    const before = await this.repository.list();
-    const plan = planImport(text, before, randomUUID);
+    const [before, overrides] = await Promise.all([this.repository.list(), this.repository.listOverrides()]);
+    const plan = planImport(text, before, randomUUID, byRule(overrides), new Date(this.clock.now()));
     if (plan.entries > maxImportRules) {
       throw new ValidationError("yaml", `holds ${plan.entries} rules, more than the ${maxImportRules} an import may have (MAX_IMPORT_RULES); split the file`);
     }
@@ -153,6 +153,7 @@ export class RuleService {
         ? await this.repository.writeAll(writes, { actor: principal.keyId, note: IMPORT_NOTE }, maxRulesPerTenant).catch(quotaAsInput("yaml"))
         : [];
     for (const [i, rule] of written.entries()) await this.publish(writes[i]!.kind === "create" ? "CREATED" : "UPDATED", rule);
+    if (applied) await this.applyOverrides(plan.rules, { actor: principal.keyId, note: IMPORT_NOTE });
     const stored = new Map(written.map((rule) => [rule.id, rule]));
     const report: ImportReport = { dryRun: options.dryRun, applied, created: [], updated: [], unchanged: [], invalid: plan.problems };
     for (const { outcome, tenantId, name, line, current, write } of plan.rules) {
@@ -161,11 +162,31 @@ export class RuleService {
     return report;
   }
 
-  /** The stored rules (of one tenant, or every tenant the caller may read) as a rules file that imports back unchanged. */
+  /** The stored rules (of one tenant, or every tenant the caller may read), with their overrides not yet expired, as a rules file that imports back unchanged. */
   async exportRules(principal: Principal, tenantId?: string | null): Promise<string> {
     const tenant = scopeTenant(principal, "readRules", tenantId);
-    const rules = await this.repository.list();
-    return writeRulesFile(tenant === null ? rules : rules.filter((rule) => rule.tenantId === tenant));
+    const [rules, overrides] = await Promise.all([this.repository.list(), this.repository.listOverrides()]);
+    return writeRulesFile(tenant === null ? rules : rules.filter((rule) => rule.tenantId === tenant), byRule(overrides));
+  }
+
+  /**
+   * An import's override changes, once its rules are written: each is a
+   * revision of its rule, published as setOverride's and deleteOverride's are.
+   * They follow the rules' transaction rather than share it, so a database
+   * lost between the two leaves the rules written and the overrides to a
+   * second import of the same file.
+   */
+  private async applyOverrides(planned: readonly PlannedRule[], origin: ChangeOrigin): Promise<void> {
+    for (const { overrides } of planned) {
+      for (const spec of overrides?.set ?? []) {
+        const written = await this.repository.setOverride(randomUUID(), spec, origin);
+        if (written !== null) await this.publish("UPDATED", written.rule, { id: written.override.id, value: written.override });
+      }
+      for (const { id } of overrides?.deleted ?? []) {
+        const deleted = await this.repository.deleteOverride(id, origin);
+        if (deleted !== null) await this.publish("UPDATED", deleted.rule, { id, value: null });
+      }
+    }
   }
 
   /**
@@ -264,6 +285,16 @@ export class RuleService {
     };
     await this.events.publish("ruleChange", change);
   }
+}
+
+function byRule(overrides: readonly Override[]): Map<string, Override[]> {
+  const grouped = new Map<string, Override[]>();
+  for (const override of overrides) {
+    const own = grouped.get(override.ruleId);
+    if (own === undefined) grouped.set(override.ruleId, [override]);
+    else own.push(override);
+  }
+  return grouped;
 }
 
 /** Rethrows a RuleQuotaError as the caller's mistake in `field` (BAD_USER_INPUT), anything else as it is. */

@@ -19,6 +19,7 @@
  */
 
 import { Document, isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Node } from "yaml";
+import { overrideIdentity, type Override } from "../../domain/override.js";
 import { RULE_DEFAULTS, type Rule, type RuleSpec } from "../../domain/rule.js";
 import type { RuleInput } from "../../domain/rule-validation.js";
 
@@ -45,6 +46,9 @@ const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [
 
 const FLOW_LISTS = new Set(["scope", "attributeKeys", "values"]);
 
+/** The fields of an override in a rule's `overrides` (setOverride's input but its ruleId), in the order an export writes them. */
+export const OVERRIDE_FILE_FIELDS = ["dimension", "attributeKey", "match", "identifier", "limit", "burst", "window", "windowUnit", "expiresAt", "note"] as const;
+
 /** Written even when equal to a default: what a reader needs to recognise a rule. */
 const ALWAYS_WRITTEN = new Set<keyof RuleSpec>(["tenantId", "name", "limit", "window"]);
 
@@ -67,6 +71,8 @@ export interface RuleEntry {
   index: number;
   position: Position;
   input: RuleInput;
+  /** The entry's `overrides` as written; undefined when it has none (the rule's overrides are then left alone). */
+  overrides: unknown;
 }
 
 export interface RulesFile {
@@ -137,14 +143,15 @@ export function readRulesFile(text: string): RulesFile {
       return;
     }
     const input: RuleInput = {};
+    let overrides: unknown = undefined;
     let readable = true;
     for (const pair of item.items) {
       const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
-      if (!(RULE_FILE_FIELDS as readonly string[]).includes(key)) {
+      if (!(RULE_FILE_FIELDS as readonly string[]).includes(key) && key !== "overrides") {
         problems.push({
           position: at(pair.key as Node),
           field: `${prefix}.${key}`,
-          message: `${prefix}.${key} is not a rule field; the fields are ${RULE_FILE_FIELDS.join(", ")}`,
+          message: `${prefix}.${key} is not a rule field; the fields are ${RULE_FILE_FIELDS.join(", ")}, overrides`,
         });
         continue;
       }
@@ -153,12 +160,14 @@ export function readRulesFile(text: string): RulesFile {
       if ("unreadable" in value) {
         problems.push({ position: at(pair.value as Node), field, message: `${field} cannot be read: ${value.unreadable}` });
         readable = false;
+      } else if (key === "overrides") {
+        overrides = value.value;
       } else {
         input[key as keyof RuleSpec] = value.value;
       }
     }
     // An entry missing a value it has would be validated as if it left the field out.
-    if (readable) file.entries.push({ index, position, input });
+    if (readable) file.entries.push({ index, position, input, overrides });
   });
   return file;
 }
@@ -179,23 +188,33 @@ function plainValue(node: Node | null, doc: Document.Parsed): { value: unknown }
   }
 }
 
-/** The rules as a rules file, sorted by tenant and name, each without the fields that equal their defaults. */
-export function writeRulesFile(rules: readonly Rule[]): string {
+/**
+ * The rules as a rules file, sorted by tenant and name, each without the
+ * fields that equal their defaults, and with its overrides (`overrides` by
+ * rule id) sorted by target, match and identifier.
+ */
+export function writeRulesFile(rules: readonly Rule[], overrides: ReadonlyMap<string, readonly Override[]> = new Map()): string {
   const sorted = [...rules].sort((a, b) => compare(a.tenantId, b.tenantId) || compare(a.name, b.name));
-  const doc = new Document({ rules: sorted.map(fileFields) });
+  const doc = new Document({
+    rules: sorted.map((rule) => {
+      const own = overrides.get(rule.id) ?? [];
+      return own.length === 0 ? fileFields(rule) : { ...fileFields(rule), overrides: [...own].sort(byOverrideIdentity).map(overrideFileFields) };
+    }),
+  });
   doc.commentBefore = " Floodgate rules: import with importRules or `npm run rules -- import FILE`; README.md describes the fields.";
   visit(doc, {
     Pair(_, pair) {
       // Lists of names read best on one line: scope: [USER, IP], attributeKeys: [plan], values: [free, trial].
       if (isScalar(pair.key) && FLOW_LISTS.has(String(pair.key.value)) && isSeq(pair.value)) pair.value.flow = true;
     },
-    Seq(_, seq) {
-      // A blank line between rules.
-      seq.items.forEach((item, i) => {
-        if (i > 0 && isMap(item)) item.spaceBefore = true;
-      });
-    },
   });
+  // A blank line between rules.
+  const list = doc.get("rules", true);
+  if (isSeq(list)) {
+    list.items.forEach((item, i) => {
+      if (i > 0 && isMap(item)) item.spaceBefore = true;
+    });
+  }
   return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
 }
 
@@ -208,6 +227,19 @@ function fileFields(rule: Rule): Partial<RuleSpec> {
     if (ALWAYS_WRITTEN.has(field) || !isDefault) (fields as Record<string, unknown>)[field] = value;
   }
   return fields;
+}
+
+function overrideFileFields(override: Override): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const field of OVERRIDE_FILE_FIELDS) {
+    const value = field === "expiresAt" ? (override.expiresAt?.toISOString() ?? null) : override[field];
+    if (value !== null && !(field === "match" && value === "EXACT")) fields[field] = value;
+  }
+  return fields;
+}
+
+function byOverrideIdentity(a: Override, b: Override): number {
+  return compare(overrideIdentity(a), overrideIdentity(b));
 }
 
 /** "rules[2].scope[1]" -> ["rules", 2, "scope", 1]. */
