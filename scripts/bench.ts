@@ -11,7 +11,9 @@
  * One load generator (autocannon, loopback) drives them one at a time; the
  * client rows are driven instead by FloodgateClients in one process of its
  * own (scripts/bench/client-driver.ts), its callers each awaiting
- * `client.check` in a loop, against the same Floodgate. The scenarios are
+ * `client.check` in a loop, against the same Floodgate, and the gRPC row by
+ * one grpc-js channel to its GRPC_PORT, 32 calls in flight, as an Envoy
+ * would ask Envoy's rate limit service (scripts/bench/grpc-load.ts). The scenarios are
  * interleaved round after round so that drift in the machine's load falls on
  * all of them alike; each figure is the median over the rounds, after one
  * short warm-up run of every scenario. First redis-benchmark measures the
@@ -38,6 +40,7 @@ import type { CheckRequest } from "../src/domain/request.js";
 import type { Rule } from "../src/domain/rule.js";
 import { redisCeiling } from "./bench/ceiling.js";
 import { startClientDriver, type ClientProcess, type ClientRunResult, type ClientWorkload } from "./bench/client-process.js";
+import { driveGrpc } from "./bench/grpc-load.js";
 import { driveHotBucket, type HotBucketRun } from "./bench/hot-bucket.js";
 import { drive, type LoadResult } from "./bench/load.js";
 import { startServer, type ServerProcess } from "./bench/processes.js";
@@ -76,6 +79,7 @@ const BATCH = 100;
 const CONNECTIONS = [1, 8, 32];
 const BATCH_CONNECTIONS = 4;
 const CLIENT_CALLERS = 32;
+const GRPC_STREAMS = 32;
 const CEILING_REQUESTS = smoke ? 10_000 : 200_000;
 const KEY_PREFIX = `fgbench:${process.pid}:`;
 const BASELINE_PREFIX = `rlfbench:${process.pid}:`;
@@ -122,8 +126,9 @@ async function main(): Promise<void> {
     const floodgateBodies = CALLERS.map((c) => floodgateBody(TENANT, c));
     if (overridesOnly) return await compareOverrides(few.url, overridden.url, floodgateBodies, cleanups);
     const many = await seededDatabase("bench_many", ruleSet(MANY_RULES), cleanups);
+    const grpcPort = await freePort();
     const [floodgate, floodgateMany, floodgateOverrides, floodgateNoCache, floodgateNoUsage, baseline] = await Promise.all([
-      startFloodgate("floodgate", few.url, {}),
+      startFloodgate("floodgate", few.url, { GRPC_PORT: String(grpcPort), GRPC_HOST: "127.0.0.1" }),
       startFloodgate(`floodgate, ${MANY_RULES.toLocaleString("en")} rules`, many.url, {}),
       startFloodgate(`floodgate, ${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule`, overridden.url, {}),
       startFloodgate("floodgate, over-limit cache off", few.url, { OVER_LIMIT_CACHE_SIZE: "0" }),
@@ -158,6 +163,7 @@ async function main(): Promise<void> {
       http("single check", floodgateMany, 32, floodgateBodies),
       http("single check", floodgateOverrides, 32, floodgateBodies),
       http("single check", floodgateNoUsage, 32, floodgateBodies),
+      grpc(`gRPC ShouldRateLimit, ${GRPC_STREAMS} concurrent streams`, floodgate, `127.0.0.1:${grpcPort}`),
       http(`checkLimitsBatch of ${BATCH}`, floodgate, BATCH_CONNECTIONS, batches, BATCH),
       http("attack on one key over its limit", floodgate, 32, attack),
       http("attack on one key over its limit", floodgateNoCache, 32, attack),
@@ -230,6 +236,17 @@ function http(name: string, server: ServerProcess, connections: number, bodies: 
     connections,
     decisionsPerRequest,
     drive: (seconds) => drive({ url: server.url, connections, seconds, bodies, headers: AUTHORIZATION }),
+  };
+}
+
+/** Envoy's rate limit service: one channel, GRPC_STREAMS calls in flight, each a descriptor like a single check (scripts/bench/grpc-load.ts). */
+function grpc(name: string, server: ServerProcess, address: string): Scenario {
+  return {
+    name,
+    server,
+    connections: GRPC_STREAMS,
+    decisionsPerRequest: 1,
+    drive: (seconds) => driveGrpc({ address, token: TOKEN, domain: TENANT, streams: GRPC_STREAMS, seconds, callers: CALLERS }),
   };
 }
 
@@ -402,6 +419,7 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
   const attackNoCache = find("attack", floodgateNoCache, 32);
   const client = find(`client, ${CLIENT_CALLERS} concurrent callers`, floodgate, CLIENT_CALLERS);
   const clientAttack = find("client, attack", floodgate, CLIENT_CALLERS);
+  const grpc32 = find("gRPC ShouldRateLimit", floodgate, GRPC_STREAMS);
   const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
   const rows = [
     [
@@ -439,6 +457,11 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
       `client, ${CLIENT_CALLERS} concurrent callers >= 1.5x baseline decisions/s at 32 conns, p99 no worse`,
       `${ratio(client.decisionsPerSecond, base32.decisionsPerSecond)} decisions/s, p99 ${fmt(client.p99, 2)} vs ${fmt(base32.p99, 2)} ms`,
       verdict(client.decisionsPerSecond >= 1.5 * base32.decisionsPerSecond && client.p99 <= base32.p99),
+    ],
+    [
+      `gRPC ShouldRateLimit, ${GRPC_STREAMS} streams, beside the GraphQL single check at 32 conns and the baseline`,
+      `${ratio(grpc32.decisionsPerSecond, fg32.decisionsPerSecond)} of GraphQL, ${ratio(grpc32.decisionsPerSecond, base32.decisionsPerSecond)} of baseline decisions/s, p99 ${fmt(grpc32.p99, 2)} vs ${fmt(fg32.p99, 2)} ms`,
+      "(measured)",
     ],
     [
       "client, attack on one key >= 20x the client's normal checks/s",

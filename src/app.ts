@@ -37,7 +37,9 @@ import { listenToEvents } from "./event-listeners.js";
 import { startHttpServer } from "./server/http-server.js";
 import { createLogger, type Logger } from "./server/logger.js";
 import { startMetricsListener } from "./server/metrics-endpoint.js";
-import { PrometheusTelemetry } from "./server/metrics.js";
+import { PrometheusTelemetry, registerGrpcMetrics } from "./server/metrics.js";
+import { startGrpcServer } from "./server/grpc-server.js";
+import { RateLimitService } from "./api/envoy/rate-limit-service.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
 import { connectAtStart, createRedisClient, createSubscriber, misconfiguration } from "./store/redis/client.js";
@@ -52,6 +54,8 @@ import type { Health } from "./domain/health.js";
 
 export interface App {
   url: string;
+  /** GRPC_PORT's listener ("host:port": Envoy's rate limit service and grpc.health.v1), or null. */
+  grpcAddress: string | null;
   /** METRICS_PORT's listener (GET /metrics without a token), or null. */
   metricsUrl: string | null;
   /** What holds the rules and the counters, in words. */
@@ -163,6 +167,22 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       settings.host,
     );
     closers.add(() => server.close());
+    const grpc = settings.grpc
+      ? await startGrpcServer(
+          {
+            rateLimits: new RateLimitService({ limiter: services.limiter, keys, domainTenants: settings.grpc.domainTenants }),
+            ready: () => book.lastLoadedAt !== null,
+            tls: settings.grpc.tls,
+            shutdownTimeoutMs: settings.shutdownTimeoutMs,
+            maxMessageBytes: settings.maxBodyBytes,
+            onCall: registerGrpcMetrics(telemetry.registry),
+            logger,
+          },
+          settings.grpc.port,
+          settings.grpc.host,
+        )
+      : null;
+    if (grpc !== null) closers.add(() => grpc.close());
     const metrics = settings.metricsListener
       ? await startMetricsListener(telemetry.registry, settings.metricsListener.port, settings.metricsListener.host, (error) =>
           logger.error({ err: error }, "metrics listener: a scrape failed"),
@@ -171,6 +191,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     if (metrics !== null) closers.add(() => metrics.close());
     return {
       url: server.url,
+      grpcAddress: grpc?.address ?? null,
       metricsUrl: metrics?.url ?? null,
       storage: { rules: core.database.description, counters: core.counters.description },
       logger,

@@ -9,8 +9,9 @@ async function main(): Promise<void> {
   const settings = loadSettings();
   const app = await startApp(settings);
   app.logger.info(
-    { url: app.url, metrics: app.metricsUrl, rules: app.storage.rules, counters: app.storage.counters },
+    { url: app.url, grpc: app.grpcAddress, metrics: app.metricsUrl, rules: app.storage.rules, counters: app.storage.counters },
     `Floodgate is serving ${app.url} (rules: ${app.storage.rules}; counters: ${app.storage.counters})` +
+      (app.grpcAddress === null ? "" : `; Envoy's rate limit service over gRPC on ${app.grpcAddress}`) +
       (app.metricsUrl === null ? "" : `; metrics without a token on ${app.metricsUrl}`),
   );
   let stopping = false;

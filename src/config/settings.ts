@@ -82,6 +82,8 @@ export interface Settings {
   maxSocketsPerKey: number;
   /** How often this instance adds its usage counts to the usage store (the dashboard's charts); 0: usage is not counted. */
   usageFlushMs: number;
+  /** The Envoy rate limit service over gRPC (GRPC_PORT); null: off. */
+  grpc: GrpcSettings | null;
   /** Rules per tenant (MAX_RULES_PER_TENANT), and the largest import in rules (MAX_IMPORT_RULES) and bytes (MAX_IMPORT_BYTES). */
   ruleLimits: RuleLimits;
   /** A warning for each setting given under its former name, naming the new one: logged at start. */
@@ -100,6 +102,17 @@ export interface RegionSettings {
   partitionAfterMs: number;
   /** REGION_PARTITION_MODE: how GLOBAL rules decide while cut off. */
   partitionMode: PartitionMode;
+}
+
+/** GRPC_PORT and what goes with it: the Envoy rate limit service (docs/envoy.md). */
+export interface GrpcSettings {
+  port: number;
+  /** GRPC_HOST, HOST by default. */
+  host: string;
+  /** GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE (PEM, read at start); null: plaintext. */
+  tls: { cert: string; key: string } | null;
+  /** GRPC_DOMAINS: the tenant each Envoy domain stands for; a domain not listed is the tenant of the same name. */
+  domainTenants: ReadonlyMap<string, string>;
 }
 
 export interface HostPort {
@@ -193,6 +206,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     maxSubscriptionsPerSocket: integer(env, "MAX_SUBSCRIPTIONS_PER_SOCKET", 50, 1, 100_000),
     maxSocketsPerKey: integer(env, "MAX_SOCKETS_PER_KEY", 20, 1, 1_000_000),
     usageFlushMs: usageFlushMs(env),
+    grpc: grpcSettings(env, port),
     ruleLimits: {
       maxRulesPerTenant: integer(env, "MAX_RULES_PER_TENANT", DEFAULT_RULE_LIMITS.maxRulesPerTenant, 1, 1_000_000),
       maxImportRules: integer(env, "MAX_IMPORT_RULES", DEFAULT_RULE_LIMITS.maxImportRules, 1, 1_000_000),
@@ -211,6 +225,34 @@ function metricsListener(env: NodeJS.ProcessEnv, apiPort: number): { port: numbe
   if (port !== 0 && port === apiPort) throw new SettingsError(`METRICS_PORT must differ from PORT (both ${port}): metrics without a token are served on a listener of their own`);
   // Loopback unless told otherwise: an unauthenticated listener is opened to a network only on purpose.
   return { port, host: env.METRICS_HOST || "127.0.0.1" };
+}
+
+function grpcSettings(env: NodeJS.ProcessEnv, apiPort: number): GrpcSettings | null {
+  const port = env.GRPC_PORT ? integer(env, "GRPC_PORT", 0, 0, 65535) : null;
+  const dependent = ["GRPC_HOST", "GRPC_TLS_CERT_FILE", "GRPC_TLS_KEY_FILE", "GRPC_DOMAINS"].filter((name) => env[name]);
+  if (port === null) {
+    if (dependent.length > 0) throw new SettingsError(`${dependent[0]} is set but GRPC_PORT is not`);
+    return null;
+  }
+  if (port !== 0 && port === apiPort) throw new SettingsError(`GRPC_PORT must differ from PORT (both ${port})`);
+  if (Boolean(env.GRPC_TLS_CERT_FILE) !== Boolean(env.GRPC_TLS_KEY_FILE)) throw new SettingsError("GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE go together: set both or neither");
+  const cert = pemFile(env, "GRPC_TLS_CERT_FILE");
+  const key = pemFile(env, "GRPC_TLS_KEY_FILE");
+  return { port, host: env.GRPC_HOST || env.HOST || "0.0.0.0", tls: cert !== null && key !== null ? { cert, key } : null, domainTenants: domainTenants(env) };
+}
+
+/** GRPC_DOMAINS: "<envoy domain>=<tenant>" pairs, comma separated. */
+function domainTenants(env: NodeJS.ProcessEnv): Map<string, string> {
+  const tenants = new Map<string, string>();
+  for (const entry of (env.GRPC_DOMAINS ?? "").split(",").filter((e) => e.trim() !== "")) {
+    const at = entry.indexOf("=");
+    const domain = entry.slice(0, at).trim();
+    const tenant = entry.slice(at + 1).trim();
+    if (at < 0 || domain === "" || tenant === "") throw new SettingsError(`GRPC_DOMAINS must list <domain>=<tenant> pairs, comma separated (got ${JSON.stringify(entry)})`);
+    if (tenants.has(domain)) throw new SettingsError(`GRPC_DOMAINS names domain ${JSON.stringify(domain)} twice`);
+    tenants.set(domain, tenant);
+  }
+  return tenants;
 }
 
 function redisTopology(env: NodeJS.ProcessEnv): RedisTopology | null {

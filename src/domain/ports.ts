@@ -44,6 +44,16 @@ export interface CounterReply {
   degraded?: boolean;
 }
 
+/** What a caller of `decide` asks beyond the calls themselves. */
+export interface DecideOptions {
+  /**
+   * How long the caller will wait for the answer, in milliseconds (a gRPC
+   * caller's deadline): a store that guards itself with a deadline decides by
+   * failure mode rather than answer after it. Absent: its own deadline alone.
+   */
+  budgetMs?: number;
+}
+
 export interface CounterStore {
   /** A short name for logs and the start-up line: "redis", "memory". */
   readonly description: string;
@@ -52,7 +62,7 @@ export interface CounterStore {
    * order. A store that cannot decide (unreachable, too slow) throws: a refusal
    * is a reply, a fault is an error, never the other way round.
    */
-  decide(calls: readonly CounterCall[]): Promise<CounterReply[]>;
+  decide(calls: readonly CounterCall[], options?: DecideOptions): Promise<CounterReply[]>;
   /** Forgets one bucket; true when there was something to forget. */
   reset(ruleId: string, key: string): Promise<boolean>;
   close(): Promise<void>;

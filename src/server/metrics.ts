@@ -172,3 +172,20 @@ export function registerFastPathGauges(registry: Registry, cache: { readonly siz
     },
   });
 }
+
+/** The gRPC listener's calls (GRPC_PORT) at GET /metrics, by method and status code; returns what to tell of each call. */
+export function registerGrpcMetrics(registry: Registry): (method: string, code: string, seconds: number) => void {
+  const registers = [registry];
+  const calls = new Counter({ name: "floodgate_grpc_calls_total", help: "gRPC calls by method and status code.", labelNames: ["method", "code"], registers });
+  const seconds = new Histogram({
+    name: "floodgate_grpc_call_duration_seconds",
+    help: "Time to answer a gRPC call, by method.",
+    labelNames: ["method"],
+    buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
+    registers,
+  });
+  return (method, code, took) => {
+    calls.inc({ method, code });
+    seconds.observe({ method }, took);
+  };
+}

@@ -54,7 +54,7 @@
 import type { LimitParams } from "../domain/algorithms/index.js";
 import type { BucketOutcome } from "../domain/algorithms/index.js";
 import { LruCache } from "../domain/lru-cache.js";
-import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore } from "../domain/ports.js";
+import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, DecideOptions } from "../domain/ports.js";
 import { noTelemetry, type Telemetry } from "../domain/telemetry.js";
 
 export interface LeasingCounterStoreOptions {
@@ -130,13 +130,13 @@ export class LeasingCounterStore implements CounterStore {
     this.telemetry = options.telemetry ?? noTelemetry;
   }
 
-  async decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
+  async decide(calls: readonly CounterCall[], options?: DecideOptions): Promise<CounterReply[]> {
     const nowMs = this.options.clock.now();
     const plans = calls.map((call) => this.plan(call, nowMs));
     const storeCalls = plans.flatMap((plan) => (plan.store === null ? [] : [plan.store]));
     let replies: CounterReply[];
     try {
-      replies = storeCalls.length === 0 ? [] : await this.options.inner.decide(storeCalls);
+      replies = storeCalls.length === 0 ? [] : await this.options.inner.decide(storeCalls, options);
     } catch (error) {
       for (const [i, plan] of plans.entries()) giveBack(plan, calls[i]!.cost);
       throw error;

@@ -26,7 +26,7 @@
 
 import type { LimitParams } from "../domain/algorithms/index.js";
 import { UnavailableError } from "../domain/errors.js";
-import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, LocalCounterStore, ShardedCounterStore, Unsubscribe } from "../domain/ports.js";
+import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, DecideOptions, LocalCounterStore, ShardedCounterStore, Unsubscribe } from "../domain/ports.js";
 import type { FailureMode } from "../domain/rule.js";
 import { CircuitBreaker, type BreakerState } from "../domain/circuit-breaker.js";
 import { noTelemetry, type Telemetry } from "../domain/telemetry.js";
@@ -62,11 +62,19 @@ export class ResilientCounterStore implements CounterStore {
     this.unwatch = options.primary.watchShards((shards) => this.keepOnly(new Set(shards)));
   }
 
-  async decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
+  /**
+   * A caller's budget shorter than the store's own deadline bounds the wait
+   * instead; a call it cuts short is decided by failure mode, but is not held
+   * against the shard's breaker, since the store may only be slower than this
+   * one caller can wait (a gRPC caller's deadline of 20 ms must not open the
+   * breaker for every other caller). A budget already spent sends nothing.
+   */
+  async decide(calls: readonly CounterCall[], options: DecideOptions = {}): Promise<CounterReply[]> {
     const guarded = calls.map((call) => this.breakersOf(call));
+    const budgetMs = options.budgetMs ?? Number.POSITIVE_INFINITY;
     // A call needs every one of its breakers' yes; asking them all first keeps
     // a half-open breaker's one trial from going to a call another holds back.
-    const sent = calls.flatMap((_, i) => {
+    const sent = budgetMs <= 0 ? [] : calls.flatMap((_, i) => {
       const breakers = [...guarded[i]!.values()];
       return breakers.every((b) => b.wouldAllow()) && breakers.every((b) => b.allows()) ? [i] : [];
     });
@@ -74,17 +82,20 @@ export class ResilientCounterStore implements CounterStore {
     if (sent.length > 0) {
       const started = performance.now();
       const touched = new Map(sent.flatMap((i) => [...guarded[i]!]));
+      const ownDeadlineMs = this.options.timeoutMs * Math.ceil(sent.length / CHECKS_PER_TIMEOUT);
+      const callerBound = budgetMs < ownDeadlineMs;
       // decideEach reports failures in its answer; should it throw all the same, every shard it touched has failed.
       const { results, failedShards } = await this.options.primary
         .decideEach(
           sent.map((i) => calls[i]!),
-          this.options.timeoutMs * Math.ceil(sent.length / CHECKS_PER_TIMEOUT),
+          Math.min(ownDeadlineMs, budgetMs),
         )
         .catch((error: unknown) => ({ results: sent.map(() => ({ error })), failedShards: new Set(touched.keys()) }));
       this.telemetry.storeCalled((performance.now() - started) / 1000, failedShards.size > 0);
       for (const [shard, breaker] of touched) {
-        if (failedShards.has(shard)) breaker.failed();
-        else breaker.succeeded();
+        if (!failedShards.has(shard)) breaker.succeeded();
+        // A half-open breaker's trial must end one way or the other: inconclusive counts as failed.
+        else if (!callerBound || breaker.state === "half-open") breaker.failed();
       }
       results.forEach((result, j) => {
         if (!("error" in result)) replies[sent[j]!] = result;

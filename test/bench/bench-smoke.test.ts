@@ -24,6 +24,7 @@ describe.runIf(available)("npm run bench -- --smoke", () => {
       "client, 32 concurrent callers",
       "client, 32 callers, batch.parallel 1",
       "client, attack on one key",
+      "gRPC ShouldRateLimit, 32 concurrent streams",
     ]) expect(stdout).toContain(`| ${scenario}`);
     expect(stdout).toMatch(/ceiling: redis-benchmark.*: [\d,]+ decisions\/s/);
     expect(stdout).toContain("goals (ratios from the same run):");

@@ -87,6 +87,24 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     expect(reply).toMatchObject({ allowed: false, degraded: true });
   });
 
+  it("waits no longer than a caller's shorter budget, and does not hold the calls it cut short against the breaker", async () => {
+    const admin = createRedisClient({ kind: "single", url: redis.url }, 1000);
+    await admin.connect();
+    await admin.call("CLIENT", "PAUSE", "400", "ALL");
+    const replies: CounterReply[] = [];
+    for (let i = 0; i < 3; i++) replies.push((await store.decide([{ buckets: [bucket("budget", "CLOSED")], cost: 1, dryRun: false }], { budgetMs: 10 }))[0]!);
+    await admin.call("CLIENT", "UNPAUSE");
+    admin.disconnect();
+    for (const reply of replies) expect(reply).toMatchObject({ allowed: false, degraded: true });
+    expect(Object.values(store.breakerStates())).toEqual(["closed"]);
+  });
+
+  it("sends nothing to the store for a caller whose budget is already spent", async () => {
+    const [reply] = await store.decide([{ buckets: [bucket("spent", "OPEN")], cost: 1, dryRun: false }], { budgetMs: 0 });
+    expect(reply).toMatchObject({ allowed: true, degraded: true });
+    expect(await client.keys("fg:*")).toEqual([]);
+  });
+
   it("gives a LOCAL rule this instance's share of the limit: limit divided by the instance count", async () => {
     await redis.kill();
     const local = bucket("local", "LOCAL", 10); // 4 instances: floor(10 / 4) = 2 here

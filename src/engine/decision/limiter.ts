@@ -71,11 +71,28 @@ interface Reached {
   source: DecisionSource;
 }
 
-/** One request's way to its decision: no rule applies, the over-limit cache refuses it, or the store decides. */
-type Plan =
+/**
+ * One request's way to its decision: no rule applies, the over-limit cache
+ * refuses it, or the store decides. `partsOf`: for a request made of several
+ * checks (checkTogether), which of the applicable buckets each check has;
+ * null for a single check.
+ */
+type Plan = { partsOf: number[][] | null } & (
   | { kind: "no-rule" }
   | { kind: "refused-locally"; applicable: Applicable[]; readings: Reading[]; decidedAtMs: number }
-  | { kind: "store"; applicable: Applicable[]; call: number };
+  | { kind: "store"; applicable: Applicable[]; call: number }
+);
+
+export interface CheckOptions {
+  /** How long the caller waits for the decisions, in milliseconds (see DecideOptions.budgetMs). */
+  budgetMs?: number;
+}
+
+/** The decision of a request made of several checks, and each check's own part of it, in order. */
+export interface JointDecision {
+  decision: Decision;
+  parts: Decision[];
+}
 
 const NO_RULE: Omit<Decision, "decidedAt" | "degraded"> = Object.freeze({
   allowed: true,
@@ -103,48 +120,91 @@ export class Limiter {
   ) {}
 
   /** Decides each request; all are authorized first, so a forbidden one fails the lot before anything is counted. */
-  async check(principal: Principal, requests: readonly CheckRequest[]): Promise<Decision[]> {
-    for (const request of requests) authorize(principal, "checkLimits", request.tenantId);
+  async check(principal: Principal, requests: readonly CheckRequest[], options: CheckOptions = {}): Promise<Decision[]> {
+    const decided = await this.decideRequests(
+      principal,
+      requests.map((request) => [request]),
+      options,
+      false,
+    );
+    return decided.map(({ decision }) => decision);
+  }
+
+  /**
+   * Decides several checks of one tenant as one request (the descriptors of
+   * an Envoy rate limit request): the buckets of all their rules go to the
+   * store as one atomic call, a bucket two checks share counted once, so that
+   * a refusal by any check consumes nothing from the others. The checks carry
+   * the same cost and dryRun (the caller makes them agree). Events and metrics
+   * are the request's; each part reports its own rules' results.
+   */
+  async checkTogether(principal: Principal, checks: readonly CheckRequest[], options: CheckOptions = {}): Promise<JointDecision> {
+    const [decided] = await this.decideRequests(principal, [checks], options, true);
+    return decided!;
+  }
+
+  /** `joint`: each request's checks are reported part by part (for a single check: no parts). */
+  private async decideRequests(principal: Principal, requests: readonly (readonly CheckRequest[])[], options: CheckOptions, joint: boolean): Promise<JointDecision[]> {
+    for (const checks of requests) for (const check of checks) authorize(principal, "checkLimits", check.tenantId);
     const started = performance.now();
     const sentAtMs = this.clock.now();
     const calls: CounterCall[] = [];
-    const plans = requests.map((request): Plan => {
-      const applicable = this.applicable(request, sentAtMs);
-      if (applicable.length === 0) return { kind: "no-rule" };
+    const plans = requests.map((checks): Plan => {
+      const { applicable, partsOf } = this.applicableTo(checks, joint, sentAtMs);
+      if (applicable.length === 0) return { kind: "no-rule", partsOf };
+      const { cost, dryRun } = checks[0]!;
       const buckets = applicable.map(
         ({ compiled, key, params }): BucketRef => ({ ruleId: compiled.rule.id, key, params, failureMode: compiled.rule.failureMode }),
       );
-      const readings = request.dryRun ? null : this.refusedLocally(buckets, request.cost, sentAtMs);
-      if (readings !== null) return { kind: "refused-locally", applicable, readings, decidedAtMs: sentAtMs };
-      calls.push({ buckets, cost: request.cost, dryRun: request.dryRun });
-      return { kind: "store", applicable, call: calls.length - 1 };
+      const readings = dryRun ? null : this.refusedLocally(buckets, cost, sentAtMs);
+      if (readings !== null) return { kind: "refused-locally", applicable, partsOf, readings, decidedAtMs: sentAtMs };
+      calls.push({ buckets, cost, dryRun });
+      return { kind: "store", applicable, partsOf, call: calls.length - 1 };
     });
-    const replies = calls.length === 0 ? [] : await this.store.decide(calls);
-    const decisions = plans.map((plan, i) => {
-      if (plan.kind === "no-rule") return { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
-      const request = requests[i]!;
-      let decision: Decision;
+    const replies = calls.length === 0 ? [] : await this.store.decide(calls, options);
+    const decided = plans.map((plan, i): JointDecision => {
+      const checks = requests[i]!;
+      if (plan.kind === "no-rule") {
+        const none: Decision = { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
+        return { decision: none, parts: plan.partsOf === null ? [] : checks.map(() => none) };
+      }
+      let readings: Reading[];
+      let reached: Reached;
       if (plan.kind === "refused-locally") {
-        decision = this.decision(plan.applicable, plan.readings, { allowed: false, degraded: false, decidedAtMs: plan.decidedAtMs, source: "OVER_LIMIT_CACHE" });
+        readings = plan.readings;
+        reached = { allowed: false, degraded: false, decidedAtMs: plan.decidedAtMs, source: "OVER_LIMIT_CACHE" };
       } else {
         const reply = replies[plan.call]!;
         const degraded = reply.degraded ?? false;
         // A degraded reply is a failure mode's answer, not the store's knowledge: never remembered.
         if (!degraded) this.learn(calls[plan.call]!, reply, sentAtMs);
-        const readings = reply.outcomes.map(
+        readings = reply.outcomes.map(
           (outcome): Reading => ({ outcome, consulted: true, readAtMs: degraded ? null : reply.nowMs, resetInMs: outcome.resetAtMs - reply.nowMs }),
         );
-        decision = this.decision(plan.applicable, readings, { allowed: reply.allowed, degraded, decidedAtMs: reply.nowMs, source: "COUNTER_STORE" });
+        reached = { allowed: reply.allowed, degraded, decidedAtMs: reply.nowMs, source: "COUNTER_STORE" };
       }
-      if (!request.dryRun) {
-        this.publishEvents(request, decision);
-        this.countUsage(request, decision);
+      const decision = this.decision(plan.applicable, readings, reached);
+      if (!checks[0]!.dryRun) {
+        const subject = eventSubject(checks);
+        this.publishEvents(subject, decision);
+        this.countUsage(subject, decision);
       }
       this.report(decision);
-      return decision;
+      const parts = plan.partsOf === null ? [] : plan.partsOf.map((own) => this.part(plan.applicable, own, readings, reached));
+      return { decision, parts };
     });
     this.telemetry.checked((performance.now() - started) / 1000, requests.length);
-    return decisions;
+    return decided;
+  }
+
+  /** One check's part of a joint decision: its own buckets' readings, allowed only if the whole request is. */
+  private part(applicable: readonly Applicable[], own: readonly number[], readings: readonly Reading[], reached: Reached): Decision {
+    if (own.length === 0) return { ...NO_RULE, allowed: reached.allowed, degraded: reached.degraded, decidedAt: new Date(reached.decidedAtMs) };
+    return this.decision(
+      own.map((i) => applicable[i]!),
+      own.map((i) => readings[i]!),
+      reached,
+    );
   }
 
   private get telemetry(): Telemetry {
@@ -190,6 +250,28 @@ export class Limiter {
   private learn(call: CounterCall, reply: CounterReply, sentAtMs: number): void {
     const cache = this.options.overLimit;
     if (cache) reply.outcomes.forEach((outcome, i) => cache.remember(call.buckets[i]!, call.cost, outcome, sentAtMs, reply.nowMs));
+  }
+
+  /**
+   * The buckets that apply to a request's checks, each bucket once, and for a
+   * request of several checks the buckets of each (by index).
+   */
+  private applicableTo(checks: readonly CheckRequest[], joint: boolean, nowMs: number): { applicable: Applicable[]; partsOf: number[][] | null } {
+    if (!joint) return { applicable: this.applicable(checks[0]!, nowMs), partsOf: null };
+    const applicable: Applicable[] = [];
+    const indexOf = new Map<string, number>();
+    const partsOf = checks.map((check) =>
+      this.applicable(check, nowMs).map((bucket) => {
+        const id = `${bucket.compiled.rule.id}\u0000${bucket.key}`;
+        let index = indexOf.get(id);
+        if (index === undefined) {
+          index = applicable.push(bucket) - 1;
+          indexOf.set(id, index);
+        }
+        return index;
+      }),
+    );
+    return { applicable, partsOf };
   }
 
   private applicable(request: CheckRequest, nowMs: number): Applicable[] {
@@ -292,6 +374,13 @@ function serviceLimit({ compiled, result, resetInMs }: Ranked): ServiceLimit {
   else if (result.remaining >= result.limit) resetSeconds = null;
   else resetSeconds = secondsUntil(moreQuotaInMs(compiled.params, result.remaining, resetInMs), 0);
   return { compiled, key: result.key, remaining: result.remaining, resetSeconds };
+}
+
+/** The request an event tells of: for several checks together, the first resource and method any of them names. */
+function eventSubject(checks: readonly CheckRequest[]): CheckRequest {
+  const [first] = checks;
+  if (checks.length === 1) return first!;
+  return { ...first!, resource: checks.find((c) => c.resource !== null)?.resource ?? null, method: checks.find((c) => c.method !== null)?.method ?? null };
 }
 
 /** What throttle and near-limit events say alike about one rule's result. */
