@@ -29,6 +29,7 @@ import {
   CheckTwoAliasedDocument,
   CreateApiKeyDocument,
   CreateRuleDocument,
+  DeleteOverrideDocument,
   DeleteRuleDocument,
   GetRuleDocument,
   HealthDocument,
@@ -37,6 +38,7 @@ import {
   InvalidationsDocument,
   ListRulesDocument,
   NearLimitEventsDocument,
+  OverridesDocument,
   PromoteRuleDocument,
   ResetLimitDocument,
   RollbackRuleDocument,
@@ -44,12 +46,14 @@ import {
   RuleUsageDocument,
   RevokeApiKeyDocument,
   RuleChangesDocument,
+  SetOverrideDocument,
   ThrottleEventsDocument,
   TopBucketsDocument,
   UpdateRuleDocument,
   type AdminSnapshotQuery,
   type CheckLimitsInput,
   type CreateRuleInput,
+  type OverrideFieldsFragment,
   type RuleFieldsFragment,
 } from "../generated/graphql.js";
 import { expectNoStackTrace, realStorageAvailable } from "../support/api.js";
@@ -220,6 +224,25 @@ const MATRIX = {
     global: /*                  */ row(ok, F, NF, F, U),
     unknown: /*                 */ row(NF, NF, NF, NF, U),
   },
+  // An override is its rule's: read as the rule is read (a CHECKER does not see it), changed as the rule is changed.
+  overrides: {
+    own: /*                     */ row(ok, ok, NF, ok, U),
+    other: /*                   */ row(ok, NF, NF, NF, U),
+    global: /*                  */ row(ok, ok, NF, ok, U),
+    unknown: /*                 */ row(NF, NF, NF, NF, U),
+  },
+  setOverride: {
+    own: /*                     */ row(ok, ok, NF, F, U),
+    other: /*                   */ row(ok, NF, NF, NF, U),
+    global: /*                  */ row(ok, F, NF, F, U),
+    unknown: /*                 */ row(NF, NF, NF, NF, U),
+  },
+  deleteOverride: {
+    own: /*                     */ row(ok, ok, NF, F, U),
+    other: /*                   */ row(ok, NF, NF, NF, U),
+    global: /*                  */ row(ok, F, NF, F, U),
+    unknown: /*                 */ row(NF, NF, NF, NF, U),
+  },
   // Usage is watched like events: a CHECKER may not, whatever the rule (one answer for every id, so none is told apart).
   ruleUsage: {
     own: /*                     */ row(ok, ok, F, ok, U),
@@ -276,11 +299,12 @@ function rootFieldsOfSchema(): string[] {
 
 type ApiKeyRow = AdminSnapshotQuery["apiKeys"][number];
 
-/** Everything a refused call must leave alone: rules and keys by id, bucket remaining by "ruleId key". */
+/** Everything a refused call must leave alone: rules and keys by id, bucket remaining by "ruleId key", the watched rules' overrides by id. */
 interface Snapshot {
   rules: Record<string, RuleFieldsFragment>;
   keys: Record<string, ApiKeyRow>;
   buckets: Record<string, number>;
+  overrides: Record<string, OverrideFieldsFragment>;
 }
 
 const bucket = (ruleId: string, key: string) => `${ruleId} ${key}`;
@@ -374,6 +398,38 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
     return { id: rule.id, resource: `${base}/x` };
   }
 
+  /** The bucket of user "v" in a victim rule, counted from the cell's home tenant: under it for a "*" rule. */
+  function victimBucket(cell: Cell, ruleTenant: string, resource: string) {
+    const bucketTenant = ruleTenant === "*" ? T[cell.home] : ruleTenant;
+    const prefix = ruleTenant === "*" ? `tenant:${bucketTenant}|` : "";
+    return { use: { tenantId: bucketTenant, userId: "v", resource }, key: `${prefix}user:v`, prefix };
+  }
+
+  /** The override every override cell sets or finds: user "v" of the victim rule (limit 10) limited to 3. */
+  const VICTIM_OVERRIDE = { dimension: "USER", identifier: "v", limit: 3 } as const;
+  /** What the snapshot's dry run reads of an unused bucket under a limit: what one check would leave. */
+  const unusedUnder = (limit: number) => limit - 1;
+
+  /**
+   * What an override cell acts on: a victim rule of the target's tenant (none for "unknown") and the
+   * bucket its override names; with `existing`, the override already set.
+   */
+  async function overrideVictim(cell: Cell, existing: boolean) {
+    if (cell.target === "unknown") return { ruleId: randomUUID(), overrideId: randomUUID(), key: "", watch: [] as CheckLimitsInput[], rules: [] as string[] };
+    const victim = await victimRule(tenantOf(cell));
+    const { use, key } = victimBucket(cell, tenantOf(cell), victim.resource);
+    const overrideId = existing ? (await admin.data(SetOverrideDocument, { input: { ruleId: victim.id, ...VICTIM_OVERRIDE } })).setOverride.id : "";
+    return { ruleId: victim.id, overrideId, key, watch: [use], rules: [victim.id] };
+  }
+
+  /** `before` with one rule at its next version and nothing else of it changed, as setting or deleting one of its overrides leaves it. */
+  function nextVersion(before: Snapshot, after: Snapshot, ruleId: string): Snapshot {
+    const expected = structuredClone(before);
+    const rule = before.rules[ruleId]!;
+    expected.rules[ruleId] = { ...rule, version: rule.version + 1, updatedAt: after.rules[ruleId]!.updatedAt };
+    return expected;
+  }
+
   async function victimKey(tenantId: string) {
     const role = tenantId === "*" ? "ADMIN" : "CHECKER";
     const { createApiKey } = await admin.data(CreateApiKeyDocument, { input: { tenantId, role, name: "victim" } });
@@ -411,14 +467,21 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
     return [T.A, T.B].flatMap((tenantId) => [fixtureCheck(tenantId, { dryRun: true }), fixtureCheck(tenantId, { resource: "/shared/x", dryRun: true })]);
   }
 
-  async function snapshot(watch: CheckLimitsInput[] = fixtureWatch()): Promise<Snapshot> {
+  async function snapshot(watch: CheckLimitsInput[] = fixtureWatch(), overridesOf: string[] = []): Promise<Snapshot> {
     const data = await admin.data(AdminSnapshotDocument, { watch: watch.map((request) => ({ ...request, dryRun: true })) });
     const buckets: Record<string, number> = {};
     for (const decision of data.checkLimitsBatch) for (const r of decision.results) buckets[bucket(r.rule.id, r.key)] = r.remaining;
+    const overrides: Record<string, OverrideFieldsFragment> = {};
+    for (const ruleId of overridesOf) {
+      const page = (await admin.data(OverridesDocument, { ruleId, first: 1000 })).overrides;
+      expect(page.hasNextPage).toBe(false);
+      for (const override of page.items) overrides[override.id] = override;
+    }
     return {
       rules: Object.fromEntries(data.rules.map((rule) => [rule.id, rule])),
       keys: Object.fromEntries(data.apiKeys.map((key) => [key.id, key])),
       buckets,
+      overrides,
     };
   }
 
@@ -453,6 +516,8 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
     pick: (data: D) => V;
     /** Buckets beyond the fixtures' that this cell could change. */
     watch?: (p: P) => CheckLimitsInput[];
+    /** Rules whose overrides this cell could change. */
+    overridesOf?: (p: P) => string[];
     /** For an allowed call: checks the answer, and returns the state it must have left (from `before`). */
     allowed: (value: NonNullable<V>, p: P, before: Snapshot, after: Snapshot) => Snapshot;
   }
@@ -460,13 +525,14 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
   async function runHttpCell<P, D, V>(cell: Cell, spec: HttpCell<P, D, V>): Promise<void> {
     const p = await spec.prepare();
     const watch = [...fixtureWatch(), ...(spec.watch?.(p) ?? [])];
-    const before = await snapshot(watch);
+    const overridesOf = spec.overridesOf?.(p) ?? [];
+    const before = await snapshot(watch, overridesOf);
     const response = await spec.send(clientFor(cell.who, cell.home), p);
     expectNoStackTrace(response);
     const value = response.data ? spec.pick(response.data) : null;
     expect(outcomeOf(response.errors, value), JSON.stringify(response.errors)).toBe(cell.expected);
     if (cell.expected === "UNAUTHENTICATED") expect(response.status).toBe(401);
-    const after = await snapshot(watch);
+    const after = await snapshot(watch, overridesOf);
     const expected = cell.expected === "ok" ? spec.allowed(value!, p, before, after) : before;
     expect(after).toEqual(expected);
   }
@@ -608,13 +674,10 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
         // A victim rule with a bucket counted 3 times for real; a "*" rule's bucket is the home tenant's.
         prepare: async () => {
           if (cell.target === "unknown") return { ruleId: randomUUID(), key: "user:v", freshKey: "user:fresh", watch: [] as CheckLimitsInput[] };
-          const ruleTenant = tenantOf(cell);
-          const bucketTenant = ruleTenant === "*" ? T[cell.home] : ruleTenant;
-          const prefix = ruleTenant === "*" ? `tenant:${bucketTenant}|` : "";
-          const victim = await victimRule(ruleTenant);
-          const use = { tenantId: bucketTenant, userId: "v", resource: victim.resource };
+          const victim = await victimRule(tenantOf(cell));
+          const { use, key, prefix } = victimBucket(cell, tenantOf(cell), victim.resource);
           for (let i = 0; i < 3; i++) await admin.data(CheckLimitsDocument, { request: use });
-          return { ruleId: victim.id, key: `${prefix}user:v`, freshKey: `${prefix}user:fresh`, watch: [use, { ...use, userId: "fresh" }] };
+          return { ruleId: victim.id, key, freshKey: `${prefix}user:fresh`, watch: [use, { ...use, userId: "fresh" }] };
         },
         watch: (p) => p.watch,
         send: (client, p) => client.request(ResetLimitDocument, { ruleId: p.ruleId, key: p.key }),
@@ -768,6 +831,56 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
           expect(rule).toMatchObject({ id, tenantId: tenantOf(cell), action: "REJECT", version: 2 });
           const expected = structuredClone(before);
           expected.rules[id] = rule;
+          return expected;
+        },
+      }),
+
+    overrides: (cell) =>
+      runHttpCell(cell, {
+        prepare: () => overrideVictim(cell, true),
+        watch: (p) => p.watch,
+        overridesOf: (p) => p.rules,
+        send: (client, p) => client.request(OverridesDocument, { ruleId: p.ruleId }),
+        pick: (data) => data.overrides,
+        allowed: (page, p, before) => {
+          expect(page).toEqual({ items: [before.overrides[p.overrideId]], endCursor: null, hasNextPage: false });
+          expect(page.items[0]).toMatchObject({ ruleId: p.ruleId, tenantId: tenantOf(cell), ...VICTIM_OVERRIDE });
+          return before;
+        },
+      }),
+
+    setOverride: (cell) =>
+      runHttpCell(cell, {
+        prepare: () => overrideVictim(cell, false),
+        watch: (p) => p.watch,
+        overridesOf: (p) => p.rules,
+        send: (client, p) => client.request(SetOverrideDocument, { input: { ruleId: p.ruleId, ...VICTIM_OVERRIDE } }),
+        pick: (data) => data.setOverride,
+        allowed: (override, p, before, after) => {
+          expect(before.overrides).toEqual({});
+          expect(before.buckets[bucket(p.ruleId, p.key)]).toBe(unusedUnder(10));
+          expect(override).toMatchObject({ ruleId: p.ruleId, tenantId: tenantOf(cell), ...VICTIM_OVERRIDE, version: before.rules[p.ruleId]!.version + 1 });
+          const expected = nextVersion(before, after, p.ruleId);
+          expected.overrides[override.id] = override;
+          expected.buckets[bucket(p.ruleId, p.key)] = unusedUnder(VICTIM_OVERRIDE.limit);
+          return expected;
+        },
+      }),
+
+    deleteOverride: (cell) =>
+      runHttpCell(cell, {
+        prepare: () => overrideVictim(cell, true),
+        watch: (p) => p.watch,
+        overridesOf: (p) => p.rules,
+        send: (client, p) => client.request(DeleteOverrideDocument, { id: p.overrideId }),
+        pick: (data) => data.deleteOverride,
+        allowed: (deleted, p, before, after) => {
+          expect(deleted).toBe(true);
+          expect(Object.keys(before.overrides)).toEqual([p.overrideId]);
+          expect(before.buckets[bucket(p.ruleId, p.key)]).toBe(unusedUnder(VICTIM_OVERRIDE.limit));
+          const expected = nextVersion(before, after, p.ruleId);
+          delete expected.overrides[p.overrideId];
+          expected.buckets[bucket(p.ruleId, p.key)] = unusedUnder(10);
           return expected;
         },
       }),
@@ -967,23 +1080,38 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
       "ruleHistory(id) of a deleted rule": { kind: "deleted rule", call: (c: GraphQLClient, id: string) => c.request(RuleHistoryDocument, { id }) },
       "rollbackRule(id, version)": { kind: "rule", call: (c: GraphQLClient, id: string) => c.request(RollbackRuleDocument, { id, version: 1 }) },
       "promoteRule(id)": { kind: "rule", call: (c: GraphQLClient, id: string) => c.request(PromoteRuleDocument, { id, action: "REJECT" }) },
+      "overrides(ruleId)": { kind: "rule", call: (c: GraphQLClient, ruleId: string) => c.request(OverridesDocument, { ruleId }) },
+      "overrides(ruleId) with an invalid first": { kind: "rule", call: (c: GraphQLClient, ruleId: string) => c.request(OverridesDocument, { ruleId, first: 0 }) },
+      "setOverride(input.ruleId)": { kind: "rule", call: (c: GraphQLClient, ruleId: string) => c.request(SetOverrideDocument, { input: { ruleId, ...VICTIM_OVERRIDE } }) },
+      "setOverride(input.ruleId) with an invalid input": {
+        kind: "rule",
+        call: (c: GraphQLClient, ruleId: string) => c.request(SetOverrideDocument, { input: { ruleId, ...VICTIM_OVERRIDE, limit: 0 } }),
+      },
+      "deleteOverride(id)": { kind: "override", call: (c: GraphQLClient, id: string) => c.request(DeleteOverrideDocument, { id }) },
     } as const;
     const rows = (["TENANT_ADMIN", "CHECKER", "VIEWER"] as const).flatMap((role) => Object.keys(CALLS).map((call) => ({ role, call: call as keyof typeof CALLS })));
 
     it.each(rows)("$call with an id of tenant B answers $role of tenant A exactly like an id that does not exist", async ({ role, call }) => {
       const { kind, call: send } = CALLS[call];
-      const theirs = kind === "key" ? await victimKey(T.B) : (await victimRule(T.B)).id;
-      if (kind === "deleted rule") await admin.data(DeleteRuleDocument, { id: theirs });
+      const theirRule = kind === "key" ? null : (await victimRule(T.B)).id;
+      if (kind === "deleted rule") await admin.data(DeleteRuleDocument, { id: theirRule! });
+      const theirs =
+        kind === "key"
+          ? await victimKey(T.B)
+          : kind === "override"
+            ? (await admin.data(SetOverrideDocument, { input: { ruleId: theirRule!, ...VICTIM_OVERRIDE } })).setOverride.id
+            : theirRule!;
+      const overridesOf = kind === "rule" || kind === "override" ? [theirRule!] : [];
       const unknown = randomUUID();
       const client = clientFor(role, "A");
-      const before = await snapshot();
+      const before = await snapshot(fixtureWatch(), overridesOf);
       const answers = [await send(client, theirs), await send(client, unknown)];
       const [forTheirs, forUnknown] = answers.map((response, i) =>
         JSON.stringify({ status: response.status, data: response.data, errors: response.errors }).replaceAll(i === 0 ? theirs : unknown, "<id>"),
       );
       expect(forTheirs).toBe(forUnknown);
       expect(answers[0]!.errors?.[0]?.extensions?.code ?? "null").toMatch(/^(NOT_FOUND|null)$/);
-      expect(await snapshot()).toEqual(before);
+      expect(await snapshot(fixtureWatch(), overridesOf)).toEqual(before);
     });
   });
 
