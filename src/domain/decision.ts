@@ -1,5 +1,6 @@
 import type { Override } from "./override.js";
 import type { Action, Rule } from "./rule.js";
+import type { DecisionReason } from "./screening.js";
 
 export interface HttpHeader {
   name: string;
@@ -7,11 +8,12 @@ export interface HttpHeader {
 }
 
 /**
- * Who decided: the counter store, or this instance's over-limit cache, which
+ * Who decided: the counter store; this instance's over-limit cache, which
  * refuses a request whose bucket it already knows to be over its limit
- * without asking the store (see engine/decision/over-limit-cache.ts).
+ * without asking the store (see engine/decision/over-limit-cache.ts); or
+ * this instance's screens, before any rule (see screening.ts).
  */
-export const DECISION_SOURCES = ["COUNTER_STORE", "OVER_LIMIT_CACHE"] as const;
+export const DECISION_SOURCES = ["COUNTER_STORE", "OVER_LIMIT_CACHE", "SCREENING"] as const;
 export type DecisionSource = (typeof DECISION_SOURCES)[number];
 
 /** One rule's verdict on one request. */
@@ -54,6 +56,8 @@ export interface Decision {
   decidedAt: Date;
   /** Null when no rule applies. */
   source: DecisionSource | null;
+  /** Why a screen decided the request before its rules (a list entry, a ban); null when the rules decided. */
+  reason: DecisionReason | null;
   /** The rule that decided: on deny the longest wait, on allow the fewest remaining. */
   rule: Rule | null;
   action: Action | null;

@@ -1,8 +1,9 @@
 import { Field, InputType, Int, ObjectType } from "type-graphql";
 import type { DecisionSource } from "../../domain/decision.js";
 import type { Action } from "../../domain/rule.js";
+import type { DecisionReasonCode } from "../../domain/screening.js";
 import { AttributeInput } from "./attribute.type.js";
-import { ActionEnum, DecisionSourceEnum } from "./enums.js";
+import { ActionEnum, DecisionReasonCodeEnum, DecisionSourceEnum } from "./enums.js";
 import { OverrideType } from "./override.type.js";
 import { RuleType } from "./rule.type.js";
 
@@ -102,6 +103,18 @@ export class RuleResultType {
   nearLimit!: boolean;
 }
 
+@ObjectType("DecisionReason", { simpleResolvers: true, description: "Why a request was decided before its rules: an access list entry or a ban." })
+export class DecisionReasonType {
+  @Field(() => DecisionReasonCodeEnum)
+  code!: DecisionReasonCode;
+
+  @Field(() => String, { description: "For people: which entry or ban decided, in words." })
+  message!: string;
+
+  @Field(() => Date, { nullable: true, description: "When the verdict ends (a ban's end); null until the entry is removed." })
+  until!: Date | null;
+}
+
 @ObjectType("LimitDecision", { simpleResolvers: true })
 export class LimitDecisionType {
   @Field(() => Boolean, { description: "False when any rule that applies denies. Nothing is consumed from any rule then." })
@@ -120,6 +133,12 @@ export class LimitDecisionType {
 
   @Field(() => DecisionSourceEnum, { nullable: true, description: "Who decided; null when no rule applies." })
   source!: DecisionSource | null;
+
+  @Field(() => DecisionReasonType, {
+    nullable: true,
+    description: "Set when a screen decided before any rule (source SCREENING): an access list entry or a ban. Null when the rules decided.",
+  })
+  reason!: DecisionReasonType | null;
 
   @Field(() => RuleType, { nullable: true, description: "The most restrictive rule that applies; null when no rule applies." })
   rule!: RuleType | null;

@@ -2,6 +2,7 @@ import { registerEnumType } from "type-graphql";
 import { DECISION_SOURCES } from "../../domain/decision.js";
 import { INVALIDATION_KINDS, RULE_CHANGE_KINDS } from "../../domain/events.js";
 import { OVERRIDE_MATCHES } from "../../domain/override.js";
+import { DECISION_REASON_CODES } from "../../domain/screening.js";
 import { ACTIONS, ALGORITHMS, DIMENSIONS, FAILURE_MODES, REACHES, WINDOW_UNITS } from "../../domain/rule.js";
 
 /** type-graphql registers enums from objects; the domain keeps them as lists of names. */
@@ -16,6 +17,7 @@ export const FailureModeEnum = enumObject(FAILURE_MODES);
 export const ReachEnum = enumObject(REACHES);
 export const WindowUnitEnum = enumObject(WINDOW_UNITS);
 export const DecisionSourceEnum = enumObject(DECISION_SOURCES);
+export const DecisionReasonCodeEnum = enumObject(DECISION_REASON_CODES);
 export const RuleChangeKindEnum = enumObject(RULE_CHANGE_KINDS);
 export const InvalidationKindEnum = enumObject(INVALIDATION_KINDS);
 
@@ -84,6 +86,20 @@ registerEnumType(DecisionSourceEnum, {
       description:
         "This instance, without asking the counter store: a bucket of the request was already known to be over its limit until after now (a refusal only; it consumed nothing). A refused bucket reports the store's refusal that filled the cache, as read at its readAt; rules whose buckets were not read say so with consulted: false. Never for a dry run, which always asks the store.",
     },
+    SCREENING: {
+      description:
+        "This instance, before any rule and without asking the counter store: an access list entry or a ban decided the request (see reason). No rule consumed anything or refused it; results is empty.",
+    },
+  },
+});
+
+registerEnumType(DecisionReasonCodeEnum, {
+  name: "DecisionReasonCode",
+  description: "Why a request was decided before its rules.",
+  valuesConfig: {
+    DENY_LISTED: { description: "An entry of the tenant's (or every tenant's) deny list matches the request: refused, no counter touched." },
+    BANNED: { description: "A ban of one of the request's identifiers is in force: refused until it ends, no counter touched." },
+    ALLOW_LISTED: { description: "An entry of the tenant's (or every tenant's) allow list matches the request: admitted, no rule counted it." },
   },
 });
 

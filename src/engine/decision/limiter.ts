@@ -6,7 +6,9 @@
  * admissions that leave a bucket nearly spent as near-limit events.
  * A request with a bucket the over-limit cache knows to be over its limit is
  * refused here, without the store (a dry run always asks the store: it is
- * how a tool learns what a bucket really holds).
+ * how a tool learns what a bucket really holds). Before any of that, the
+ * screens (access lists, bans: domain/screening.ts) may decide a request
+ * outright from memory; then no rule is matched and no counter touched.
  *
  * Two clocks meet here: the store's (Redis TIME with Redis), which stamps
  * every reply and every resetAt in it, and this instance's, which times the
@@ -22,6 +24,7 @@ import type { LimitEvent } from "../../domain/events.js";
 import { rank, type Rankable } from "../../domain/most-restrictive.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../../domain/ports.js";
 import type { CheckRequest } from "../../domain/request.js";
+import { screenRequest, type RequestScreen, type Screening } from "../../domain/screening.js";
 import { policyItemOf, type CompiledRule } from "./compiled-rule.js";
 import { moreQuotaInMs, rateLimitHeaders, secondsUntil, type ServiceLimit } from "./headers.js";
 import type { CachedRefusal, OverLimitCache } from "./over-limit-cache.js";
@@ -35,6 +38,8 @@ export interface LimiterOptions {
   overLimit?: OverLimitCache;
   /** Counts every rule's verdicts for the usage charts; absent: not counted. */
   usage?: UsageRecorder;
+  /** Asked in this order before any rule (see domain/screening.ts); absent: none. */
+  screens?: readonly RequestScreen[];
 }
 
 interface Applicable {
@@ -72,12 +77,13 @@ interface Reached {
 }
 
 /**
- * One request's way to its decision: no rule applies, the over-limit cache
+ * One request's way to its decision: a screen decides it, no rule applies, the over-limit cache
  * refuses it, or the store decides. `partsOf`: for a request made of several
  * checks (checkTogether), which of the applicable buckets each check has;
  * null for a single check.
  */
 type Plan = { partsOf: number[][] | null } & (
+  | { kind: "screened"; screening: Screening }
   | { kind: "no-rule" }
   | { kind: "refused-locally"; applicable: Applicable[]; readings: Reading[]; decidedAtMs: number }
   | { kind: "store"; applicable: Applicable[]; call: number }
@@ -97,6 +103,7 @@ export interface JointDecision {
 const NO_RULE: Omit<Decision, "decidedAt" | "degraded"> = Object.freeze({
   allowed: true,
   source: null,
+  reason: null,
   rule: null,
   action: null,
   limit: null,
@@ -150,6 +157,8 @@ export class Limiter {
     const sentAtMs = this.clock.now();
     const calls: CounterCall[] = [];
     const plans = requests.map((checks): Plan => {
+      const screening = screenRequest(this.options.screens ?? [], checks, sentAtMs);
+      if (screening !== null) return { kind: "screened", screening, partsOf: joint ? [] : null };
       const { applicable, partsOf } = this.applicableTo(checks, joint, sentAtMs);
       if (applicable.length === 0) return { kind: "no-rule", partsOf };
       const { cost, dryRun } = checks[0]!;
@@ -164,6 +173,10 @@ export class Limiter {
     const replies = calls.length === 0 ? [] : await this.store.decide(calls, options);
     const decided = plans.map((plan, i): JointDecision => {
       const checks = requests[i]!;
+      if (plan.kind === "screened") {
+        const screened = screenedDecision(plan.screening, sentAtMs);
+        return { decision: screened, parts: plan.partsOf === null ? [] : checks.map(() => screened) };
+      }
       if (plan.kind === "no-rule") {
         const none: Decision = { ...NO_RULE, degraded: false, decidedAt: new Date(this.clock.now()) };
         return { decision: none, parts: plan.partsOf === null ? [] : checks.map(() => none) };
@@ -320,6 +333,7 @@ export class Limiter {
       degraded,
       decidedAt: new Date(decidedAtMs),
       source,
+      reason: null,
       rule: deciding.rule,
       action: deciding.rule.action,
       limit: deciding.limit,
@@ -397,5 +411,25 @@ function eventBase(request: CheckRequest, result: RuleResult, at: Date): LimitEv
     limit: result.limit,
     shadow: result.rule.action === "LOG_ONLY",
     count: 1,
+  };
+}
+
+/**
+ * A screen's verdict as a decision: no rule, no counter. A refusal with an
+ * end (a ban) says when to retry, in retryAfter, resetAt and Retry-After;
+ * one without (a deny list entry) has no retry to offer.
+ */
+function screenedDecision({ admit, reason }: Screening, nowMs: number): Decision {
+  const retryAfter = admit || reason.until === null ? null : secondsUntil(reason.until.getTime(), nowMs);
+  return {
+    ...NO_RULE,
+    allowed: admit,
+    degraded: false,
+    decidedAt: new Date(nowMs),
+    source: "SCREENING",
+    reason,
+    resetAt: admit ? null : reason.until,
+    retryAfter,
+    headers: retryAfter === null ? [] : [{ name: "Retry-After", value: String(retryAfter) }],
   };
 }
