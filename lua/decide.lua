@@ -335,6 +335,13 @@ local function evaluate_fixed_window(r, value, now, cost)
   local limit = r.limit
   local index, previous, following, window_end, next_end, length = fixed_window_frame(r, now)
   local window, local_current, local_next = fixed_window_roll_forward(value, now, index, previous, length)
+  if window ~= index then
+    -- The state was counted in a window after now's (Redis's clock went back):
+    -- its counts stay there, and the request is decided in that window.
+    local start = window
+    if not r.periods then start = window * r.window_ms end
+    index, previous, following, window_end, next_end = fixed_window_frame(r, start)
+  end
   local current, next = local_current, local_next
   if r.elsewhere then
     local other_current, other_next = fixed_window_counted_elsewhere(r.elsewhere, now, index, previous, following, length)

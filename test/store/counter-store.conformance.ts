@@ -198,6 +198,21 @@ export function counterStoreConformance(name: string, factory: StoreFactory): vo
         expect((await check([monthly])).outcomes[0]).toEqual({ conforming: true, remaining: 2, resetAtMs: Date.parse("2028-03-31T22:00:00Z"), retryAfterMs: null, delayMs: 0 });
       });
 
+      it("keeps what a later window counted there when the clock goes back, a plain window's and a period's, reporting that window's end", async () => {
+        const fixed = bucket("fw-back", { algorithm: "FIXED_WINDOW", limit: 3, windowMs: 10_000 });
+        clock.set(T0 + 12_000);
+        await check([fixed]);
+        clock.set(T0 + 8_000);
+        expect((await check([fixed])).outcomes[0]).toEqual({ conforming: true, remaining: 1, resetAtMs: T0 + 20_000, retryAfterMs: null, delayMs: 0 });
+
+        const daily = calendarBucket("cal-back", { period: "DAY", timeZone: "Europe/Berlin", weekStartsOn: null });
+        const midnight = Date.parse("2026-10-25T23:00:00Z");
+        clock.set(midnight + 1_000);
+        await check([daily]);
+        clock.set(midnight - 1_000);
+        expect((await check([daily])).outcomes[0]).toEqual({ conforming: true, remaining: 1, resetAtMs: Date.parse("2026-10-26T23:00:00Z"), retryAfterMs: null, delayMs: 0 });
+      });
+
       it("carries what a plain window counted over when the rule takes a calendar", async () => {
         clock.set(Date.parse("2026-12-03T10:00:00Z"));
         const plain = bucket("cal-change", { algorithm: "FIXED_WINDOW", limit: 3, windowMs: 3_600_000 });

@@ -50,8 +50,10 @@ export function windowFrame(now: number, params: Pick<LimitParams, "windowMs" | 
 
 export const evaluateFixedWindow: Evaluate = (state, now, params, cost, elsewhere = []) => {
   const { limit } = params;
-  const frame = windowFrame(now, params);
-  const [window, local, localNext] = rollForward(state, now, frame);
+  const nowFrame = windowFrame(now, params);
+  const [window, local, localNext] = rollForward(state, now, nowFrame);
+  // The state was counted in a window after now's (the store's clock went back): its counts stay there, and the request is decided in that window.
+  const frame = window === nowFrame.index ? nowFrame : windowFrame(params.calendar === undefined ? window * params.windowMs : window, params);
   const [otherCurrent, otherNext] = countedElsewhere(elsewhere, now, frame);
   const current = local + otherCurrent;
   const next = localNext + otherNext;
