@@ -172,14 +172,15 @@ function addPeriod(wall: Wall, period: CalendarPeriod): Wall {
 
 /**
  * The first instant whose wall-clock time in `timeZone` is at or past
- * `wall`. Offsets change by at most a day's worth around any instant, so the
- * offsets half a day before and after are the only candidates; when neither
- * gives `wall` back, it lies in a jump forward, and the jump is found by
- * bisection between them.
+ * `wall`. Such an instant lies within 14 hours of `wall` read as UTC (no
+ * offset is larger), and no zone changes its offset twice within two days,
+ * so the offsets a day before and a day after are the only candidates; when
+ * neither gives `wall` back, it lies in a jump forward, and the jump is found
+ * by bisection between them.
  */
 function instantOf(wall: Wall, timeZone: string): number {
-  const before = wall - offsetAt(wall - DAY_MS / 2, timeZone);
-  const after = wall - offsetAt(wall + DAY_MS / 2, timeZone);
+  const before = wall - offsetAt(wall - DAY_MS, timeZone);
+  const after = wall - offsetAt(wall + DAY_MS, timeZone);
   const exact = [before, after].filter((t) => wallClock(t, timeZone) === wall);
   if (exact.length > 0) return Math.min(...exact);
   let [low, high] = before < after ? [before, after] : [after, before];

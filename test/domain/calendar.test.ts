@@ -42,6 +42,12 @@ describe("calendarPeriod", () => {
     });
   });
 
+  it("skips a day the zone skipped: Pacific/Apia went from 2011-12-29 straight to 2011-12-31", () => {
+    const apia: Calendar = { period: "DAY", timeZone: "Pacific/Apia", weekStartsOn: null };
+    expect(span("2011-12-29T22:00:00Z", apia)).toEqual({ start: "2011-12-29T10:00:00.000Z", end: "2011-12-30T10:00:00.000Z", hours: 24 });
+    expect(span("2011-12-30T10:00:00Z", apia)).toEqual({ start: "2011-12-30T10:00:00.000Z", end: "2011-12-31T10:00:00.000Z", hours: 24 });
+  });
+
   it("gives each month its own length: January 31 days into February, February 2028 its 29th, December into the next year", () => {
     expect(span("2027-01-31T22:59:59.999Z", berlin("MONTH"))).toEqual({ start: "2026-12-31T23:00:00.000Z", end: "2027-01-31T23:00:00.000Z", hours: 31 * 24 });
     expect(span("2027-01-31T23:00:00Z", berlin("MONTH"))).toEqual({ start: "2027-01-31T23:00:00.000Z", end: "2027-02-28T23:00:00.000Z", hours: 28 * 24 });
@@ -71,7 +77,7 @@ describe("calendarPeriod", () => {
   });
 
   it("holds now in [start, end) and tiles time: each period starts where the one before ends (property)", () => {
-    const zones = ["UTC", "Europe/Berlin", "America/New_York", "America/Santiago", "Australia/Lord_Howe", "Asia/Kolkata", "Antarctica/Troll", "Pacific/Chatham"];
+    const zones = ["UTC", "Europe/Berlin", "America/New_York", "America/Santiago", "Australia/Lord_Howe", "Asia/Kolkata", "Antarctica/Troll", "Pacific/Chatham", "Pacific/Kiritimati", "America/St_Johns"];
     const calendars = fc.record({
       period: fc.constantFrom(...CALENDAR_PERIODS),
       timeZone: fc.constantFrom(...zones),
