@@ -53,7 +53,10 @@ args   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
                      algorithm an ALGO_ code, the capacity the burst (or the limit
                      where there is none), the action an ACTION_ code; a GLOBAL
                      rule's ends in ":G:<regions>", the other regions (comma
-                     separated, maybe none) whose copies count (see "Regions")
+                     separated, maybe none) whose copies count (see "Regions");
+                     a calendar rule's has ":C:<marker>:<b1>,...,<b6>" after the
+                     action (before any ":G:"), its calendar's marker and six
+                     period boundaries in ms (see "Calendars")
          field       the bucket's field in its page ("" for SLIDING_WINDOW_LOG)
        release only: then N receipts, one per rule, as reserve returned them
 Reply  decide (neither MODE_RESERVE nor MODE_RELEASE):
@@ -116,6 +119,20 @@ the instances read the bucket's state with merge.lua's `state` when they ship
 it. A region cut off from the others names none of them: it decides on its
 own counts, under a limit the instance has cut to the region's share.
 
+Calendars. A FIXED_WINDOW rule may count per calendar period in a time zone
+(a month in Europe/Berlin, say: src/domain/calendar.ts), whose boundaries
+need the time zone data only the instance has. The instance sends six
+consecutive boundaries b1..b6, its own now lying in [b3, b4); the script
+takes the period [bk, bk+1) holding its own now, k = 2, 3 or 4 (a store clock
+up to one period behind or ahead of the instance's), bk-1 the previous
+period's start and bk+2 the next period's end. The period's start is the
+window's index, so the count starts again at the period's true start and
+the period's end is the reset; a now outside [b2, b5) is an error (a clock
+a whole period off). The state stores the calendar's marker, a negative
+number, where a plain window stores its length (see fixed-window.ts); the
+spec's window_ms is the longest the period can be, which bounds the page
+horizon.
+
 States. A page's bucket is stored as big-endian doubles (struct.pack '>d',
 exact for integers below 2^53): FIXED_WINDOW 4 of them (32 bytes),
 SLIDING_WINDOW_COUNTER 5 (40 bytes), the meters 4 (32 bytes), in the order of
@@ -132,6 +149,7 @@ module is prefixed with the module's name.
   div_floor, div_ceil                        divFloor, divCeil              integer.ts
   admitted, refused                          admitted, refused              types.ts
   evaluate_fixed_window                      evaluateFixedWindow            fixed-window.ts
+  fixed_window_frame                         windowFrame                    fixed-window.ts
   fixed_window_roll_forward                  rollForward                    fixed-window.ts
   fixed_window_counted_elsewhere             countedElsewhere               fixed-window.ts
   fixed_window_age                           age                            fixed-window.ts
@@ -243,48 +261,70 @@ local function refused(r, retry, remaining, reset)
   r.if_remaining, r.if_reset, r.remaining, r.reset = remaining, reset, remaining, reset
 end
 
--- A state aged to `window` (an index of the window length it was counted in).
-local function fixed_window_age(stored, current, next, window)
+-- A state aged to `window` (an index of the window length it was counted in),
+-- `previous` being the index of the window before it.
+local function fixed_window_age(stored, current, next, window, previous)
   if stored >= window then return stored, current, next end
-  if stored == window - 1 then return window, next, 0 end
+  if stored == previous then return window, next, 0 end
   return window, 0, 0
+end
+
+-- The fixed window holding now: its index, the indexes of the windows before
+-- and after it, where it and the next end, and the length its states carry
+-- (a calendar's marker: see "Calendars").
+local function fixed_window_frame(r, now)
+  local periods = r.periods
+  if not periods then
+    local window_ms = r.window_ms
+    local window = floor(now / window_ms)
+    return window, window - 1, window + 1, (window + 1) * window_ms, (window + 2) * window_ms, window_ms
+  end
+  for k = 2, 4 do
+    if periods[k] <= now and now < periods[k + 1] then
+      return periods[k], periods[k - 1], periods[k + 1], periods[k + 1], periods[k + 2], r.marker
+    end
+  end
+  return error('decide: no calendar period of the spec holds now (' .. int(now) .. ')')
 end
 
 -- What a fixed window leaves with `curr` counted in the window ending at
 -- `window_end` and `queued` in the next, and when it is empty again. This and
 -- the other usage functions take their inputs as arguments rather than
 -- closing over the algorithm's locals: a closure is an allocation per call.
-local function fixed_window_usage(limit, window_ms, window_end, now, curr, queued)
+local function fixed_window_usage(limit, window_end, next_end, now, curr, queued)
   local reset = now
   if queued > 0 then
-    reset = window_end + window_ms
+    reset = next_end
   elseif curr > 0 then
     reset = window_end
   end
   return max(0, limit - curr - queued), reset
 end
 
--- A stored state (nil: none) aged to now under the window it was counted in;
--- after a window change its counts carry over into the current window.
-local function fixed_window_roll_forward(value, now, window_ms)
-  local window = floor(now / window_ms)
+-- A stored state (nil: none) aged to now in the window `window` (the one
+-- before it `previous`, its states' length `length`); one counted under
+-- another window or calendar carries its counts over into this window, aged
+-- first under its own window when that is a plain length.
+local function fixed_window_roll_forward(value, now, window, previous, length)
   local s1, s2, s3, s4 = decode_state(value, 4)
   if not s1 then return window, 0, 0 end
-  local aged, curr, queued = fixed_window_age(s1, s2, s3, floor(now / s4))
-  if s4 ~= window_ms then return window, curr + queued, 0 end
-  return aged, curr, queued
+  if s4 == length then return fixed_window_age(s1, s2, s3, window, previous) end
+  if s4 < 0 then return window, s2 + s3, 0 end
+  local theirs = floor(now / s4)
+  local _, curr, queued = fixed_window_age(s1, s2, s3, theirs, theirs - 1)
+  return window, curr + queued, 0
 end
 
 -- What other regions count in this window and the next: each state aged to
 -- now; a region whose clock has moved on to the next window counts its
 -- current window in our next.
-local function fixed_window_counted_elsewhere(elsewhere, window, now, window_ms)
+local function fixed_window_counted_elsewhere(elsewhere, now, window, previous, following, length)
   local current, next = 0, 0
   for i = 1, #elsewhere do
-    local theirs, curr, queued = fixed_window_roll_forward(elsewhere[i], now, window_ms)
+    local theirs, curr, queued = fixed_window_roll_forward(elsewhere[i], now, window, previous, length)
     if theirs == window then
       current, next = current + curr, next + queued
-    elseif theirs == window + 1 then
+    elseif theirs == following then
       next = next + curr
     end
   end
@@ -292,28 +332,35 @@ local function fixed_window_counted_elsewhere(elsewhere, window, now, window_ms)
 end
 
 local function evaluate_fixed_window(r, value, now, cost)
-  local limit, window_ms = r.limit, r.window_ms
-  local window, local_current, local_next = fixed_window_roll_forward(value, now, window_ms)
+  local limit = r.limit
+  local index, previous, following, window_end, next_end, length = fixed_window_frame(r, now)
+  local window, local_current, local_next = fixed_window_roll_forward(value, now, index, previous, length)
+  if window ~= index then
+    -- The state was counted in a window after now's (Redis's clock went back):
+    -- its counts stay there, and the request is decided in that window.
+    local start = window
+    if not r.periods then start = window * r.window_ms end
+    index, previous, following, window_end, next_end = fixed_window_frame(r, start)
+  end
   local current, next = local_current, local_next
   if r.elsewhere then
-    local other_current, other_next = fixed_window_counted_elsewhere(r.elsewhere, window, now, window_ms)
+    local other_current, other_next = fixed_window_counted_elsewhere(r.elsewhere, now, index, previous, following, length)
     current, next = current + other_current, next + other_next
   end
-  local window_end = (window + 1) * window_ms
-  local remaining, reset = fixed_window_usage(limit, window_ms, window_end, now, current, next)
-  if cost > limit then return refused(r, window_ms, remaining, reset) end
+  local remaining, reset = fixed_window_usage(limit, window_end, next_end, now, current, next)
+  if cost > limit then return refused(r, r.window_ms, remaining, reset) end
   if current + cost <= limit then
-    local if_remaining, if_reset = fixed_window_usage(limit, window_ms, window_end, now, current + cost, next)
-    return admitted(r, pack('>dddd', window, local_current + cost, local_next, window_ms), 0, if_remaining, if_reset, remaining, reset, 2)
+    local if_remaining, if_reset = fixed_window_usage(limit, window_end, next_end, now, current + cost, next)
+    return admitted(r, pack('>dddd', window, local_current + cost, local_next, length), 0, if_remaining, if_reset, remaining, reset, 2)
   end
   local throttle = r.action == ACTION_THROTTLE
   if throttle and next + cost <= limit then
-    local if_remaining, if_reset = fixed_window_usage(limit, window_ms, window_end, now, current, next + cost)
-    return admitted(r, pack('>dddd', window, local_current, local_next + cost, window_ms), window_end - now, if_remaining, if_reset, remaining, reset, 3)
+    local if_remaining, if_reset = fixed_window_usage(limit, window_end, next_end, now, current, next + cost)
+    return admitted(r, pack('>dddd', window, local_current, local_next + cost, length), window_end - now, if_remaining, if_reset, remaining, reset, 3)
   end
-  local wait_windows = 1
-  if throttle or next + cost <= limit then wait_windows = 0 end
-  return refused(r, window_end + wait_windows * window_ms - now, remaining, reset)
+  local wait_until = next_end
+  if throttle or next + cost <= limit then wait_until = window_end end
+  return refused(r, wait_until - now, remaining, reset)
 end
 
 local function sliding_window_counter_weight(elapsed, window_ms)
@@ -572,8 +619,17 @@ local function rule_spec(text)
   local spec = specs[text]
   if spec then return spec end
   local algorithm, limit, window_ms, capacity, action, rest = match(text, '^(%d+):(%d+):(%d+):(%d+):(%d+)(.*)$')
+  local marker, boundaries, after_calendar = match(rest or '', '^:C:(%-%d+):([%d,]+)(.*)$')
+  if marker then rest = after_calendar end
   local regions = match(rest or '', '^:G:([%w_,-]*)$')
   if not algorithm or (rest ~= '' and not regions) then return error('decide: malformed rule spec "' .. text .. '"') end
+  local periods = false
+  if marker then
+    periods = {}
+    for boundary in string.gmatch(boundaries, '%d+') do periods[#periods + 1] = tonumber(boundary) end
+    if #periods ~= 6 then return error('decide: a calendar spec needs 6 period boundaries: "' .. text .. '"') end
+    marker = tonumber(marker)
+  end
   algorithm, limit, window_ms, capacity, action = tonumber(algorithm), tonumber(limit), tonumber(window_ms), tonumber(capacity), tonumber(action)
   local peers = false
   if regions then
@@ -581,7 +637,7 @@ local function rule_spec(text)
     for region in string.gmatch(regions, '[^,]+') do peers[#peers + 1] = '@' .. region end
   end
   spec = { algorithm = algorithm, limit = limit, window_ms = window_ms, capacity = capacity, action = action,
-           horizon = horizon_ms(algorithm, limit, window_ms, capacity), peers = peers }
+           horizon = horizon_ms(algorithm, limit, window_ms, capacity), peers = peers, periods = periods, marker = marker or false }
   if spec_count >= most_specs then specs, spec_count = {}, 0 end
   specs[text], spec_count = spec, spec_count + 1
   return spec
@@ -659,7 +715,9 @@ end
 
 -- A window counter's units, counted at index `counted_at` of the state the
 -- reservation wrote, are one index lower for every window the state has moved
--- on since; below the first count they no longer count at all.
+-- on since; below the first count they no longer count at all. A calendar's
+-- index is its period's start in ms, so a state that has moved on to another
+-- period gives nothing back: an over-count, never an over-admission.
 local function give_back_count(state, taken, counted_at, cost)
   if not state or #state ~= #taken or state[#state] ~= taken[#taken] then return nil end
   local index = counted_at - (state[1] - taken[1])
@@ -766,7 +824,7 @@ local function decide(keys, args)
     local algorithm = p.algorithm
     local r = {
       algorithm = algorithm, limit = p.limit, window_ms = p.window_ms, capacity = p.capacity, action = p.action, horizon = p.horizon,
-      peers = p.peers, elsewhere = false,
+      peers = p.peers, periods = p.periods, marker = p.marker, elsewhere = false,
       field = args[4 + 2 * i], key = false, page_a = false, page_b = false, current = false, other = false, found = false,
       previous = false, expires = 0, dead = 0, conforming = false, delay = 0, retry = false, if_remaining = 0, if_reset = 0,
       remaining = 0, reset = 0, next = false, counted_at = false,

@@ -42,6 +42,14 @@ local function page_record(keys, spec, field)
            current = false, other = false, found = false, previous = false, expires = 0 }
 end
 
+-- Where a state's window starts: its index times its window length, or for a
+-- calendar's (whose last number is the calendar's marker, negative: see
+-- "Calendars" in decide.lua) its index itself, the period's start in ms.
+local function merge_window_start(state, n)
+  if state[n] < 0 then return state[1] end
+  return state[1] * state[n]
+end
+
 local function state(keys, args)
   if not call then bind() end
   return state_text(read_bucket(page_record(keys, args[2], args[3]), time_of(args[1])))
@@ -57,7 +65,7 @@ local function merge(keys, args)
   local n = #incoming
   local merged = incoming
   if stored and #stored == n then
-    local stored_start, incoming_start = stored[1] * stored[n], incoming[1] * incoming[n]
+    local stored_start, incoming_start = merge_window_start(stored, n), merge_window_start(incoming, n)
     if stored_start > incoming_start then return 0 end
     if stored_start == incoming_start and stored[n] == incoming[n] then
       local changed = false

@@ -19,6 +19,7 @@ import type { Override, OverrideSpec } from "../domain/override.js";
 import { creationsByTenant, type OverrideWrite, type RuleRepository, type RuleWrite } from "../domain/ports.js";
 import { UNKNOWN_ORIGIN, type ChangeOrigin, type RuleRevision } from "../domain/revision.js";
 import type { AttributeCondition } from "../domain/attributes.js";
+import type { Calendar } from "../domain/calendar.js";
 import { withLaterFields, type Dimension, type HttpMethod, type Rule, type RuleSpec } from "../domain/rule.js";
 import { Prisma, type PrismaClient, type Rule as RuleRow, type RuleOverride as OverrideRow, type RuleRevision as RevisionRow } from "./generated/client.js";
 import { unavailable } from "./unavailable.js";
@@ -313,7 +314,7 @@ async function record(tx: Transaction, revision: RevisionInput): Promise<void> {
 /** A rule as JSON for the revisions table: dates as ISO text. */
 function snapshot(rule: Rule | null): Prisma.InputJsonObject | typeof Prisma.DbNull {
   if (rule === null) return Prisma.DbNull;
-  return { ...ruleRowOf(rule), createdAt: rule.createdAt.toISOString(), updatedAt: rule.updatedAt.toISOString() };
+  return { ...ruleRowOf(rule), calendar: rule.calendar === null ? null : calendarJson(rule.calendar), createdAt: rule.createdAt.toISOString(), updatedAt: rule.updatedAt.toISOString() };
 }
 
 function fromSnapshot(json: Prisma.JsonValue): Rule | null {
@@ -338,12 +339,16 @@ function toRevision(row: RevisionRow): RuleRevision {
 }
 
 function toRule(row: RuleRow): Rule {
-  return { ...row, method: row.method as HttpMethod | null, when: row.when as unknown as AttributeCondition[] };
+  return { ...row, method: row.method as HttpMethod | null, when: row.when as unknown as AttributeCondition[], calendar: row.calendar as unknown as Calendar | null };
 }
 
-/** A rule's fields as Prisma writes them: the conditions as JSON. */
-export function ruleRowOf<T extends RuleSpec>(spec: T): Omit<T, "when"> & { when: Prisma.InputJsonArray } {
-  return { ...spec, when: spec.when.map(({ key, values }) => ({ key, values })) };
+/** A rule's fields as Prisma writes them: the conditions and the calendar as JSON (no calendar: SQL NULL). */
+export function ruleRowOf<T extends RuleSpec>(spec: T): Omit<T, "when" | "calendar"> & { when: Prisma.InputJsonArray; calendar: Prisma.InputJsonObject | typeof Prisma.DbNull } {
+  return { ...spec, when: spec.when.map(({ key, values }) => ({ key, values })), calendar: spec.calendar === null ? Prisma.DbNull : calendarJson(spec.calendar) };
+}
+
+function calendarJson({ period, timeZone, weekStartsOn }: Calendar): Prisma.InputJsonObject {
+  return { period, timeZone, weekStartsOn };
 }
 
 function movedOn(): ConflictError {

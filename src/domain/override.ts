@@ -100,6 +100,7 @@ export function validateOverride(input: OverrideInput, rule: Rule, now: Date, pr
   const window = input.window === null || input.window === undefined ? null : integer(input.window, f("window"), 1, 2 ** 31 - 1);
   const windowUnit = input.windowUnit === null || input.windowUnit === undefined ? null : oneOf(input.windowUnit, WINDOW_UNITS, f("windowUnit"));
   if (windowUnit !== null && window === null) throw new ValidationError(f("windowUnit"), "needs a window");
+  if (window !== null && rule.calendar !== null) throw new ValidationError(f("window"), `cannot be given for a rule with a calendar: its window is the calendar's ${rule.calendar.period}`);
   const expiresAt = expiry(input.expiresAt, now, f("expiresAt"));
   const note = input.note === null || input.note === undefined ? null : text(input.note, f("note"), LENGTHS.ruleName);
   const spec: OverrideSpec = { ruleId: rule.id, ...target, match, identifier, limit, burst, window, windowUnit: window === null ? null : (windowUnit ?? "SECONDS"), expiresAt, note };

@@ -6,6 +6,7 @@
 
 import { MAX_EXACT } from "./algorithms/index.js";
 import { attributeKey, attributeValue, type AttributeCondition } from "./attributes.js";
+import { CALENDAR_DEFAULTS, CALENDAR_PERIODS, WEEKDAYS, canonicalTimeZone, type Calendar } from "./calendar.js";
 import { ValidationError } from "./errors.js";
 import { bool, integer, oneOf, text } from "./validation.js";
 import { validateGlob } from "./glob.js";
@@ -26,7 +27,7 @@ import {
 } from "./rule.js";
 
 /** The fields a change may clear with null. */
-const NULLABLE = new Set<keyof RuleSpec>(["resource", "method", "burst"]);
+const NULLABLE = new Set<keyof RuleSpec>(["resource", "method", "burst", "calendar"]);
 
 /** Rule input as it arrives: any field may be missing (defaults apply) or of the wrong kind. */
 export type RuleInput = { [K in keyof RuleSpec]?: unknown };
@@ -77,7 +78,7 @@ export function specOf(rule: Rule): RuleSpec {
 /** Whether two validated specs describe the same rule (a change to it would change nothing). */
 export function sameSpec(a: RuleSpec, b: RuleSpec): boolean {
   return (Object.keys(a) as (keyof RuleSpec)[]).every((field) =>
-    Array.isArray(a[field]) ? JSON.stringify(a[field]) === JSON.stringify(b[field]) : a[field] === b[field],
+    typeof a[field] === "object" ? JSON.stringify(a[field]) === JSON.stringify(b[field]) : a[field] === b[field],
   );
 }
 
@@ -110,6 +111,7 @@ function checkRuleSpec(input: RuleInput, prefix: string): Checked<RuleSpec> {
     limit: collect(() => integer(input.limit, f("limit"), 1, RULE_BOUNDS.maxLimit)),
     window: collect(() => integer(input.window, f("window"), 1, 2 ** 31 - 1)),
     windowUnit: collect(() => oneOf(input.windowUnit, WINDOW_UNITS, f("windowUnit"))),
+    calendar: collect(() => calendar(input.calendar, f("calendar"))),
     burst: collect(() => (input.burst === null || input.burst === undefined ? null : integer(input.burst, f("burst"), 1, RULE_BOUNDS.maxLimit))),
     action: collect(() => oneOf(input.action, ACTIONS, f("action"))),
     failureMode: collect(() => oneOf(input.failureMode, FAILURE_MODES, f("failureMode"))),
@@ -134,6 +136,12 @@ export function validateAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) =
       `GLOBAL needs FIXED_WINDOW or SLIDING_WINDOW_COUNTER, whose counts per window add up across regions (got ${spec.algorithm})`,
     );
   }
+  if (spec.calendar !== null && spec.algorithm !== "FIXED_WINDOW") {
+    throw new ValidationError(
+      f("calendar"),
+      `needs FIXED_WINDOW, whose count starts again when a period starts (got ${spec.algorithm}); a sliding or draining limit has no period boundary to reset on`,
+    );
+  }
   if (spec.algorithm === "SLIDING_WINDOW_LOG" && spec.limit > RULE_BOUNDS.maxLogLimit) {
     throw new ValidationError(
       f("limit"),
@@ -149,6 +157,22 @@ export function validateAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) =
       );
     }
   }
+}
+
+/** A calendar as `{ period, timeZone, weekStartsOn }`, defaults filled in; the time zone by the name Intl gives it. */
+function calendar(value: unknown, field: string): Calendar | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== "object" || Array.isArray(value)) throw new ValidationError(field, "must be { period, timeZone, weekStartsOn }");
+  const { period, timeZone, weekStartsOn, ...rest } = value as Record<string, unknown>;
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) throw new ValidationError(`${field}.${unknown}`, "is not a field of a calendar; its fields are period, timeZone and weekStartsOn");
+  const checkedPeriod = oneOf(period, CALENDAR_PERIODS, `${field}.period`);
+  const zone = timeZone === null || timeZone === undefined ? CALENDAR_DEFAULTS.timeZone : text(timeZone, `${field}.timeZone`, LENGTHS.timeZone);
+  const canonical = canonicalTimeZone(zone);
+  if (canonical === null) throw new ValidationError(`${field}.timeZone`, `must be an IANA time zone such as "Europe/Berlin" (got ${JSON.stringify(zone)})`);
+  const startsOn = weekStartsOn === null || weekStartsOn === undefined ? null : oneOf(weekStartsOn, WEEKDAYS, `${field}.weekStartsOn`);
+  if (startsOn !== null && checkedPeriod !== "WEEK") throw new ValidationError(`${field}.weekStartsOn`, `is only for period WEEK (got period ${checkedPeriod})`);
+  return { period: checkedPeriod, timeZone: canonical, weekStartsOn: checkedPeriod === "WEEK" ? (startsOn ?? CALENDAR_DEFAULTS.weekStartsOn) : null };
 }
 
 function scope(value: unknown, field: string): RuleSpec["scope"] {

@@ -1,6 +1,7 @@
 /** The vocabulary of a rule: pure data, shared by every layer. */
 
 import type { AttributeCondition } from "./attributes.js";
+import type { Calendar } from "./calendar.js";
 
 export const DIMENSIONS = ["TENANT", "USER", "IP", "API_KEY", "CLIENT", "ENDPOINT"] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
@@ -59,6 +60,8 @@ export interface RuleSpec {
   limit: number;
   window: number;
   windowUnit: WindowUnit;
+  /** FIXED_WINDOW only: the window is this calendar period (see calendar.ts), and window and windowUnit are not used; null: window and windowUnit. */
+  calendar: Calendar | null;
   burst: number | null;
   action: Action;
   failureMode: FailureMode;
@@ -83,6 +86,7 @@ export const RULE_DEFAULTS = {
   method: null,
   algorithm: "SLIDING_WINDOW_COUNTER" as Algorithm,
   windowUnit: "SECONDS" as WindowUnit,
+  calendar: null,
   burst: null,
   action: "REJECT" as Action,
   failureMode: "OPEN" as FailureMode,
@@ -97,7 +101,7 @@ export const RULE_DEFAULTS = {
  * fields added since at the values every rule had before them.
  */
 export function withLaterFields<T extends Rule>(rule: T): T {
-  return { ...rule, reach: rule.reach ?? "REGIONAL", attributeKeys: rule.attributeKeys ?? [], when: rule.when ?? [] };
+  return { ...rule, reach: rule.reach ?? "REGIONAL", attributeKeys: rule.attributeKeys ?? [], when: rule.when ?? [], calendar: rule.calendar ?? null };
 }
 
 /** The capacity of a bucket: `burst` where the algorithm has one, else `limit`. */

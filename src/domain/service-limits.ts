@@ -39,6 +39,8 @@ export const LENGTHS = {
   bucketKey: 16384,
   /** A rule's name: shown in dashboards and events, where a sentence is plenty. */
   ruleName: 200,
+  /** A calendar's IANA time zone name: the longest in use ("America/Argentina/ComodRivadavia") is 32. */
+  timeZone: 64,
   /** An API key's name, as for a rule's. */
   apiKeyName: 200,
 } as const;

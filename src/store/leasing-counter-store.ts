@@ -51,7 +51,7 @@
  * a rule changed takes new parameters, under which the old lease is never used.
  */
 
-import type { LimitParams } from "../domain/algorithms/index.js";
+import { windowFrame, type LimitParams } from "../domain/algorithms/index.js";
 import type { BucketOutcome } from "../domain/algorithms/index.js";
 import { LruCache } from "../domain/lru-cache.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, DecideOptions } from "../domain/ports.js";
@@ -313,7 +313,7 @@ function leasable(bucket: BucketRef): boolean {
  * the lease's units.
  */
 function leaseEndMs(params: LimitParams, units: number, grantedAtMs: number, resetAtMs: number): number {
-  if (params.algorithm === "FIXED_WINDOW" || params.algorithm === "SLIDING_WINDOW_COUNTER") return (Math.floor(grantedAtMs / params.windowMs) + 1) * params.windowMs;
+  if (params.algorithm === "FIXED_WINDOW" || params.algorithm === "SLIDING_WINDOW_COUNTER") return windowFrame(grantedAtMs, params).endMs;
   return resetAtMs - Math.ceil((units * params.windowMs) / params.limit);
 }
 

@@ -10,6 +10,7 @@
 import { status, type ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreateApiKeyDocument, SetOverrideDocument, ThrottleEventsDocument, type CreateRuleInput } from "../generated/graphql.js";
+import { calendarPeriod } from "../../src/domain/calendar.js";
 import { createRule, newTenant, realStorageAvailable, uniqueName } from "../support/api.js";
 import { startTestApp } from "../support/app.js";
 import { envoyClient, type DescriptorInput, type EnvoyClient, type RateLimitResponse } from "../support/envoy-client.js";
@@ -152,6 +153,17 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
     const badKey = await grpcError(admin.shouldRateLimit({ domain: shop, descriptors: [entries(["plan", "free"], ["x plan", "free"])] }));
     expect(badKey.code).toBe(status.INVALID_ARGUMENT);
     expect(badKey.details).toBe('descriptors[0].entries[1].key must be letters, digits, "_", "-" and "." only (got "x plan")');
+  });
+
+  it("answers a calendar rule's period as its unit, and the period's end as the reset", async () => {
+    const shop = newTenant();
+    const calendar = { period: "MONTH", timeZone: "Europe/Berlin" } as const;
+    const monthly = await rule(shop, { scope: ["USER"], algorithm: "FIXED_WINDOW", limit: 1000, calendar });
+    const checkedAt = Date.now();
+    const response = await admin.shouldRateLimit({ domain: shop, descriptors: [{ entries: [{ key: "user_id", value: "u1" }] }] });
+    expect(response.statuses[0]).toMatchObject({ code: "OK", current_limit: { name: monthly.name, requests_per_unit: 1000, unit: "MONTH" }, limit_remaining: 999 });
+    const untilEnd = (calendarPeriod(checkedAt, { ...calendar, weekStartsOn: null }).endMs - checkedAt) / 1000;
+    expect(Math.abs(Number(response.statuses[0]!.duration_until_reset!.seconds) - untilEnd)).toBeLessThanOrEqual(5);
   });
 
   it("answers an override's limit and window for the bucket it names, and the rule's for the others", async () => {

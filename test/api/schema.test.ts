@@ -50,6 +50,9 @@ describe("schema.graphql", () => {
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field attributeKeys on input type UpdateRuleInput was added.",
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field when on input type UpdateRuleInput was added.",
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field attributes on input type CheckLimitsInput was added.",
+    // Issue 16: a FIXED_WINDOW rule counting per calendar period; without a calendar, per window as before.
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field calendar on input type CreateRuleInput was added.",
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field calendar on input type UpdateRuleInput was added.",
   ];
 
   it("makes no dangerous change to the contract (argument defaults, enum values, optional arguments) beyond the chosen extensions", () => {

@@ -31,6 +31,7 @@ const CHANGED: RuleSpec = {
   limit: 7,
   window: 2,
   windowUnit: "HOURS",
+  calendar: { period: "WEEK", timeZone: "America/New_York", weekStartsOn: "SUNDAY" },
   burst: 3,
   action: "THROTTLE",
   failureMode: "CLOSED",

@@ -165,6 +165,59 @@ describe("validateNewRule limit", () => {
   });
 });
 
+describe("validateNewRule calendar", () => {
+  const fixed = { ...valid, algorithm: "FIXED_WINDOW" } as const;
+
+  it("fills in the defaults: time zone UTC, and weeks starting on Monday", () => {
+    expect(validateNewRule({ ...fixed, calendar: { period: "MONTH" } }).calendar).toEqual({ period: "MONTH", timeZone: "UTC", weekStartsOn: null });
+    expect(validateNewRule({ ...fixed, calendar: { period: "WEEK", timeZone: null, weekStartsOn: null } }).calendar).toEqual({ period: "WEEK", timeZone: "UTC", weekStartsOn: "MONDAY" });
+  });
+
+  it("keeps a time zone by the name Intl gives it, so one zone is one calendar", () => {
+    expect(validateNewRule({ ...fixed, calendar: { period: "WEEK", timeZone: "europe/berlin", weekStartsOn: "SUNDAY" } }).calendar).toEqual({
+      period: "WEEK",
+      timeZone: "Europe/Berlin",
+      weekStartsOn: "SUNDAY",
+    });
+  });
+
+  it("rejects an unknown time zone, naming calendar.timeZone", () => {
+    const error = rejectNew({ ...fixed, calendar: { period: "DAY", timeZone: "Europe/Atlantis" } });
+    expect(error.field).toBe("input.calendar.timeZone");
+    expect(error.message).toBe('input.calendar.timeZone must be an IANA time zone such as "Europe/Berlin" (got "Europe/Atlantis")');
+  });
+
+  it("rejects weekStartsOn for a period other than WEEK", () => {
+    const error = rejectNew({ ...fixed, calendar: { period: "MONTH", weekStartsOn: "MONDAY" } });
+    expect(error.message).toBe("input.calendar.weekStartsOn is only for period WEEK (got period MONTH)");
+  });
+
+  it("rejects a missing or unknown period, an unknown weekday and a field a calendar does not have", () => {
+    expect(rejectNew({ ...fixed, calendar: {} }).message).toBe('input.calendar.period must be one of MINUTE, HOUR, DAY, WEEK, MONTH, YEAR (got undefined)');
+    expect(rejectNew({ ...fixed, calendar: { period: "WEEK", weekStartsOn: "FUNDAY" } }).field).toBe("input.calendar.weekStartsOn");
+    expect(rejectNew({ ...fixed, calendar: { period: "DAY", zone: "UTC" } }).message).toBe(
+      "input.calendar.zone is not a field of a calendar; its fields are period, timeZone and weekStartsOn",
+    );
+    expect(rejectNew({ ...fixed, calendar: "MONTH" }).message).toBe("input.calendar must be { period, timeZone, weekStartsOn }");
+  });
+
+  it.each(["SLIDING_WINDOW_COUNTER", "TOKEN_BUCKET", "SLIDING_WINDOW_LOG", "LEAKY_BUCKET"] as const)("refuses a calendar for %s, naming calendar", (algorithm) => {
+    const error = rejectNew({ ...valid, algorithm, calendar: { period: "MONTH" } });
+    expect(error.field).toBe("input.calendar");
+    expect(error.message).toBe(
+      `input.calendar needs FIXED_WINDOW, whose count starts again when a period starts (got ${algorithm}); a sliding or draining limit has no period boundary to reset on`,
+    );
+  });
+
+  it("clears a calendar with null in a change, and sees a changed calendar as a change", () => {
+    const rule = existing({ algorithm: "FIXED_WINDOW", burst: null, calendar: { period: "DAY", timeZone: "UTC", weekStartsOn: null } });
+    expect(validateRuleChange(rule, { calendar: null }).calendar).toBeNull();
+    const moved = validateRuleChange(rule, { calendar: { period: "DAY", timeZone: "Asia/Tokyo" } });
+    expect(sameSpec(moved, specOf(rule))).toBe(false);
+    expect(sameSpec(validateRuleChange(rule, {}), specOf(rule))).toBe(true);
+  });
+});
+
 describe("validateNewRule window", () => {
   it("rejects 0", () => {
     const error = rejectNew({ ...valid, window: 0 });
@@ -528,6 +581,7 @@ describe("specOf", () => {
         "algorithm",
         "attributeKeys",
         "burst",
+        "calendar",
         "enabled",
         "failureMode",
         "limit",

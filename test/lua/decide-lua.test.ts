@@ -6,6 +6,7 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
+import { calendarBoundaries, calendarMarker, LONGEST_PERIOD_MS } from "../../src/domain/calendar.js";
 import type { BucketRef, CounterCall } from "../../src/domain/ports.js";
 import { ALGORITHMS } from "../../src/domain/rule.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
@@ -185,6 +186,44 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     expect([first!.outcomes[0]!.remaining, second!.outcomes[0]!.remaining]).toEqual([1, 0]);
     await redis.function("FLUSH");
     expect(await store.reset("r1", "user:p1")).toBe(true);
+  });
+
+  describe("calendars", () => {
+    const calendar = { period: "DAY", timeZone: "Europe/Berlin", weekStartsOn: null } as const;
+    const daily: BucketRef = {
+      ruleId: "r1",
+      key: "user:u1",
+      params: { algorithm: "FIXED_WINDOW", limit: 2, windowMs: LONGEST_PERIOD_MS.DAY, capacity: 2, action: "REJECT", calendar },
+    };
+    const instantNow = Date.parse("2026-03-29T21:59:00Z"); // the instance: a minute before Berlin's midnight
+    const boundaries = calendarBoundaries(instantNow, calendar);
+    const spec = `3:2:${LONGEST_PERIOD_MS.DAY}:2:1:C:${calendarMarker(calendar)}:${boundaries.join(",")}`;
+    const decideAt = (now: number) =>
+      scripted.floodgateDecide(...decideArgs(layout, { buckets: [daily], cost: 1, dryRun: false }, [0], MODE.DECIDE, instantNow).map((arg, i) => (i === 3 ? now : arg)) as ScriptArgs);
+
+    it("sends the calendar's marker and six period boundaries in the spec, the instance's now in the third period", () => {
+      const args = decideArgs(layout, { buckets: [daily], cost: 1, dryRun: false }, [0], MODE.DECIDE, instantNow);
+      expect(args.slice(3)).toEqual([instantNow, 1, MODE.DECIDE, 1, spec, "user:u1"]);
+      expect(boundaries[2]! <= instantNow && instantNow < boundaries[3]!).toBe(true);
+    });
+
+    it("takes the period holding Redis's now: a store clock past the boundary counts in the next day, the period's start its index", async () => {
+      const midnight = boundaries[3]!;
+      expect(await decideAt(midnight - 1)).toEqual([midnight - 1, 1, 1, 1, midnight, -1, 0]);
+      // Redis's clock a few seconds ahead of the instance's: already the next day, which began at `midnight` and ends 24 hours later.
+      expect(await decideAt(midnight + 5_000)).toEqual([midnight + 5_000, 1, 1, 1, boundaries[4]!, -1, 0]);
+      const [field] = Object.values(await pageFields(redis, pageAt(midnight + 5_000, 2 * LONGEST_PERIOD_MS.DAY)));
+      expect(field).toBe(`${midnight}:1:0:${calendarMarker(calendar)}`);
+    });
+
+    it("takes the period before when Redis's clock is behind the instance's across the boundary", async () => {
+      expect(await decideAt(boundaries[2]! - 1)).toEqual([boundaries[2]! - 1, 1, 1, 1, boundaries[2]!, -1, 0]);
+    });
+
+    it("fails rather than guess when no period it was sent holds its now", async () => {
+      await expect(decideAt(boundaries[4]!)).rejects.toThrow(/no calendar period of the spec holds now/);
+      await expect(decideAt(boundaries[1]! - 1)).rejects.toThrow(/no calendar period of the spec holds now/);
+    });
   });
 
   it("reads Redis TIME when no time is given", async () => {

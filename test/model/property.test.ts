@@ -14,7 +14,8 @@ import { Cluster, type Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
 import type { CounterCall, CounterStore } from "../../src/domain/ports.js";
-import { ALGORITHMS } from "../../src/domain/rule.js";
+import { LONGEST_PERIOD_MS, type Calendar } from "../../src/domain/calendar.js";
+import { ACTIONS, ALGORITHMS } from "../../src/domain/rule.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
@@ -23,7 +24,7 @@ import { startRedisCluster, type LocalRedisCluster } from "../harness/local-redi
 import { testRedis } from "../support/redis.js";
 import { redisAvailable, redisBinariesAvailable } from "../support/services.js";
 import { anyParams, paramsFor, stepArbitrary } from "./arbitraries.js";
-import { decideModels, modelFor, type BucketModel } from "./reference-model.js";
+import { CalendarWindowModel, decideModels, modelFor, type BucketModel } from "./reference-model.js";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 60);
 /** Each sequence takes a few milliseconds against Redis; long runs get the time they need. */
@@ -104,6 +105,45 @@ describe("the implementations agree with the reference model", () => {
       );
     }, TIMEOUT_MS);
   }
+
+  /** Calendars, each from a moment before a change of its periods' length: a clock change, a month's end, a leap day, a year's end. */
+  const calendarCases: { calendar: Calendar; from: string; stepMs: number }[] = [
+    { calendar: { period: "DAY", timeZone: "Europe/Berlin", weekStartsOn: null }, from: "2026-03-28T12:00:00Z", stepMs: 4 * 3_600_000 },
+    { calendar: { period: "DAY", timeZone: "Europe/Berlin", weekStartsOn: null }, from: "2026-10-24T12:00:00Z", stepMs: 4 * 3_600_000 },
+    { calendar: { period: "DAY", timeZone: "America/New_York", weekStartsOn: null }, from: "2026-03-07T12:00:00Z", stepMs: 4 * 3_600_000 },
+    { calendar: { period: "HOUR", timeZone: "America/New_York", weekStartsOn: null }, from: "2026-11-01T04:00:00Z", stepMs: 20 * 60_000 },
+    { calendar: { period: "MONTH", timeZone: "Europe/Berlin", weekStartsOn: null }, from: "2028-02-28T12:00:00Z", stepMs: 6 * 3_600_000 },
+    { calendar: { period: "MONTH", timeZone: "America/New_York", weekStartsOn: null }, from: "2027-01-30T12:00:00Z", stepMs: 6 * 3_600_000 },
+    { calendar: { period: "WEEK", timeZone: "Europe/Berlin", weekStartsOn: "SUNDAY" }, from: "2026-10-24T00:00:00Z", stepMs: 12 * 3_600_000 },
+    { calendar: { period: "YEAR", timeZone: "Europe/Berlin", weekStartsOn: null }, from: "2026-12-31T12:00:00Z", stepMs: 3 * 3_600_000 },
+  ];
+
+  it("FIXED_WINDOW with a calendar: same decisions step by step across clock changes and month ends", async () => {
+    const steps = fc.record({
+      fraction: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 5, arbitrary: fc.double({ min: 0, max: 1, noNaN: true }) }),
+      cost: fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }) }),
+      dryRun: fc.integer({ min: 0, max: 9 }).map((n) => n < 2),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...calendarCases),
+        fc.integer({ min: 1, max: 6 }),
+        fc.constantFrom(...ACTIONS),
+        fc.array(steps, { minLength: 1, maxLength: 30 }),
+        async ({ calendar, from, stepMs }, limit, action, drawn) => {
+          const clock = new ManualClock(Date.parse(from));
+          const subjects = stores(clock);
+          const params: LimitParams = { algorithm: "FIXED_WINDOW", limit, windowMs: LONGEST_PERIOD_MS[calendar.period], capacity: limit, action, calendar };
+          const bucket = { ruleId: `c${sequence++}`, key: "user:u1", model: new CalendarWindowModel(), params };
+          for (const step of drawn) {
+            clock.advance(Math.floor(step.fraction * stepMs));
+            await agree([bucket], clock, subjects, step.cost, step.dryRun);
+          }
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  }, TIMEOUT_MS);
 
   it("several rules at once: all or nothing, shadow rules never deny, dry runs count nothing, through rule changes", async () => {
     // Each rule comes with another version of itself that a step may switch to.

@@ -15,6 +15,7 @@
  */
 
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
+import { calendarPeriod } from "../../src/domain/calendar.js";
 
 export interface ModelVerdict {
   conforming: boolean;
@@ -116,6 +117,42 @@ export class FixedWindowModel implements BucketModel {
     function admit(delayMs: number, ifAdmitted: ModelVerdict["current"], commit: () => void): ModelEvaluation {
       return { verdict: { conforming: true, delayMs, retryAfterMs: null, ifAdmitted, current }, commit };
     }
+  }
+}
+
+/**
+ * FIXED_WINDOW with a calendar, from its definition: units counted per
+ * calendar period (keyed by its start), the period containing now and the
+ * one after it found by calendarPeriod, a wait being the first period start
+ * at which the request fits.
+ */
+export class CalendarWindowModel implements BucketModel {
+  private units = new Map<number, number>();
+
+  evaluate(now: number, { limit, windowMs, action, calendar }: LimitParams, cost: number): ModelEvaluation {
+    const here = calendarPeriod(now, calendar!);
+    const after = calendarPeriod(here.endMs, calendar!);
+    const c = (start: number) => this.units.get(start) ?? 0;
+    const usage = (extraNow: number, extraNext: number) => {
+      const curr = c(here.startMs) + extraNow;
+      const next = c(after.startMs) + extraNext;
+      return { remaining: Math.max(0, limit - curr - next), resetAtMs: next > 0 ? after.endMs : curr > 0 ? here.endMs : now };
+    };
+    const current = usage(0, 0);
+    if (cost > limit) return refusal(windowMs, current);
+    const fits = (start: number) => c(start) + cost <= limit;
+    const countIn = (start: number) => () => void this.units.set(start, c(start) + cost);
+    const admit = (delayMs: number, ifAdmitted: ModelVerdict["current"], commit: () => void): ModelEvaluation => ({
+      verdict: { conforming: true, delayMs, retryAfterMs: null, ifAdmitted, current },
+      commit,
+    });
+    const throttle = action === "THROTTLE";
+    if (fits(here.startMs)) return admit(0, usage(cost, 0), countIn(here.startMs));
+    if (throttle && fits(after.startMs)) return admit(here.endMs - now, usage(0, cost), countIn(after.startMs));
+    if (throttle) return refusal(here.endMs - now, current);
+    let period = after;
+    while (!fits(period.startMs)) period = calendarPeriod(period.endMs, calendar!);
+    return refusal(period.startMs - now, current);
   }
 }
 

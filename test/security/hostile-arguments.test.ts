@@ -52,6 +52,7 @@ const EXAMPLE_INPUTS: Record<string, Record<string, unknown>> = {
   CheckLimitsInput: { tenantId: TENANT, dryRun: true },
   AttributeInput: { key: "plan", value: "free" },
   AttributeConditionInput: { key: "plan", values: ["free"] },
+  RuleCalendarInput: { period: "MONTH", timeZone: "Europe/Berlin" },
   // Its ruleId is the rule the cases name (set once that rule exists), which is keyed by USER.
   SetOverrideInput: { ruleId: "", dimension: "USER", identifier: "u1", limit: 1 },
 };

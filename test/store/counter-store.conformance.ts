@@ -7,6 +7,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
+import { LONGEST_PERIOD_MS, type Calendar } from "../../src/domain/calendar.js";
 import type { BucketRef, CounterReply, CounterStore } from "../../src/domain/ports.js";
 import { ManualClock } from "../support/clock.js";
 
@@ -146,6 +147,79 @@ export function counterStoreConformance(name: string, factory: StoreFactory): vo
         expect(full.outcomes[0]!.retryAfterMs).toBe(7_500);
         clock.advance(7_500); // the queued two now count in this window
         expect((await check([throttled])).outcomes[0]!.delayMs).toBe(10_000);
+      });
+    });
+
+    describe("FIXED_WINDOW with a calendar", () => {
+      const calendarBucket = (ruleId: string, calendar: Calendar, action: LimitParams["action"] = "REJECT") =>
+        bucket(ruleId, { algorithm: "FIXED_WINDOW", limit: 3, windowMs: LONGEST_PERIOD_MS[calendar.period], calendar, action });
+
+      it("counts per day of Europe/Berlin across its 23-hour day, resetting at the true midnight", async () => {
+        const daily = calendarBucket("cal-day", { period: "DAY", timeZone: "Europe/Berlin", weekStartsOn: null });
+        const midnight = Date.parse("2026-03-29T22:00:00Z"); // 2026-03-30 00:00 CEST, 23 hours after the day began
+        clock.set(Date.parse("2026-03-29T10:00:00Z"));
+        for (let i = 2; i >= 0; i--) expect((await check([daily])).outcomes[0]).toEqual({ conforming: true, remaining: i, resetAtMs: midnight, retryAfterMs: null, delayMs: 0 });
+        expect((await check([daily])).outcomes[0]).toEqual({ conforming: false, remaining: 0, resetAtMs: midnight, retryAfterMs: midnight - clock.now(), delayMs: 0 });
+        clock.set(midnight - 1);
+        expect((await check([daily])).allowed).toBe(false);
+        clock.set(midnight);
+        expect((await check([daily])).outcomes[0]).toEqual({ conforming: true, remaining: 2, resetAtMs: Date.parse("2026-03-30T22:00:00Z"), retryAfterMs: null, delayMs: 0 });
+      });
+
+      it("under THROTTLE queues into America/New_York's next month, January's 31 days then February's 28", async () => {
+        const monthly = calendarBucket("cal-month", { period: "MONTH", timeZone: "America/New_York", weekStartsOn: null }, "THROTTLE");
+        const february = Date.parse("2027-02-01T05:00:00Z");
+        const march = Date.parse("2027-03-01T05:00:00Z");
+        clock.set(february - 60_000);
+        for (let i = 0; i < 3; i++) await check([monthly]);
+        const queued = await check([monthly]);
+        expect(queued.outcomes[0]).toEqual({ conforming: true, remaining: 0, resetAtMs: march, retryAfterMs: null, delayMs: 60_000 });
+        await check([monthly]);
+        await check([monthly]);
+        expect((await check([monthly])).outcomes[0]).toEqual({ conforming: false, remaining: 0, resetAtMs: march, retryAfterMs: 60_000, delayMs: 0 });
+        clock.set(february);
+        // The three queued now count in February; the next waits for March.
+        expect((await check([monthly])).outcomes[0]).toEqual({ conforming: true, remaining: 0, resetAtMs: Date.parse("2027-04-01T04:00:00Z"), retryAfterMs: null, delayMs: march - february });
+      });
+
+      it("resets at the end of Europe/Berlin's 25-hour day and of February 2028's 29th", async () => {
+        const daily = calendarBucket("cal-long-day", { period: "DAY", timeZone: "Europe/Berlin", weekStartsOn: null });
+        clock.set(Date.parse("2026-10-24T22:00:00Z"));
+        await check([daily], { cost: 3 });
+        const refused = await check([daily]);
+        expect(refused.outcomes[0]!.retryAfterMs).toBe(25 * 3_600_000);
+        clock.set(Date.parse("2026-10-25T23:00:00Z"));
+        expect((await check([daily])).allowed).toBe(true);
+
+        const monthly = calendarBucket("cal-leap", { period: "MONTH", timeZone: "Europe/Berlin", weekStartsOn: null });
+        clock.set(Date.parse("2028-02-29T22:59:59.999Z"));
+        expect((await check([monthly], { cost: 3 })).outcomes[0]!.resetAtMs).toBe(Date.parse("2028-02-29T23:00:00Z"));
+        clock.advance(1);
+        expect((await check([monthly])).outcomes[0]).toEqual({ conforming: true, remaining: 2, resetAtMs: Date.parse("2028-03-31T22:00:00Z"), retryAfterMs: null, delayMs: 0 });
+      });
+
+      it("keeps what a later window counted there when the clock goes back, a plain window's and a period's, reporting that window's end", async () => {
+        const fixed = bucket("fw-back", { algorithm: "FIXED_WINDOW", limit: 3, windowMs: 10_000 });
+        clock.set(T0 + 12_000);
+        await check([fixed]);
+        clock.set(T0 + 8_000);
+        expect((await check([fixed])).outcomes[0]).toEqual({ conforming: true, remaining: 1, resetAtMs: T0 + 20_000, retryAfterMs: null, delayMs: 0 });
+
+        const daily = calendarBucket("cal-back", { period: "DAY", timeZone: "Europe/Berlin", weekStartsOn: null });
+        const midnight = Date.parse("2026-10-25T23:00:00Z");
+        clock.set(midnight + 1_000);
+        await check([daily]);
+        clock.set(midnight - 1_000);
+        expect((await check([daily])).outcomes[0]).toEqual({ conforming: true, remaining: 1, resetAtMs: Date.parse("2026-10-26T23:00:00Z"), retryAfterMs: null, delayMs: 0 });
+      });
+
+      it("carries what a plain window counted over when the rule takes a calendar", async () => {
+        clock.set(Date.parse("2026-12-03T10:00:00Z"));
+        const plain = bucket("cal-change", { algorithm: "FIXED_WINDOW", limit: 3, windowMs: 3_600_000 });
+        await check([plain], { cost: 2 });
+        const calendar: Calendar = { period: "MONTH", timeZone: "Europe/Berlin", weekStartsOn: null };
+        const monthly = { ...plain, params: { ...plain.params, windowMs: LONGEST_PERIOD_MS.MONTH, calendar } };
+        expect((await check([monthly])).outcomes[0]).toEqual({ conforming: true, remaining: 0, resetAtMs: Date.parse("2026-12-31T23:00:00Z"), retryAfterMs: null, delayMs: 0 });
       });
     });
 

@@ -12,6 +12,7 @@ import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
+import { LONGEST_PERIOD_MS } from "../../src/domain/calendar.js";
 import type { BucketRef, CounterCall, CounterReply, CounterStore } from "../../src/domain/ports.js";
 import type { Algorithm } from "../../src/domain/rule.js";
 import { LeasingCounterStore, MAX_LEASE_MS } from "../../src/store/leasing-counter-store.js";
@@ -172,6 +173,22 @@ describe.runIf(await redisAvailable())("LeasingCounterStore over Redis", () => {
       await check(store, [hot]);
       expect(counting.callsOf(hot.ruleId), `${algorithm} from ${from - T0}: lease over`).toBeGreaterThan(calls);
     }
+  });
+
+  it("ends a calendar rule's lease with its period: Europe/Berlin's day ends at 22:00 UTC in summer", async () => {
+    const store = instance();
+    const calendar = { period: "DAY", timeZone: "Europe/Berlin", weekStartsOn: null } as const;
+    const midnight = Date.parse("2026-03-29T22:00:00Z");
+    clock.set(midnight - 300);
+    const hot = bucket("calendar-day", params("FIXED_WINDOW", 100_000, { windowMs: LONGEST_PERIOD_MS.DAY, calendar }));
+    for (let i = 0; i < HOT; i++) await check(store, [hot]);
+    const calls = counting.callsOf(hot.ruleId);
+    clock.set(midnight - 1);
+    await check(store, [hot]);
+    expect(counting.callsOf(hot.ruleId), "still leased").toBe(calls);
+    clock.set(midnight);
+    await check(store, [hot]);
+    expect(counting.callsOf(hot.ruleId), "lease over").toBeGreaterThan(calls);
   });
 
   it("drops a lease when its bucket is reset or its rule takes new parameters", async () => {

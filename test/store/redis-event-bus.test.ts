@@ -26,6 +26,7 @@ const RULE_CHANGE: RuleChange = {
     limit: 5,
     window: 1,
     windowUnit: "MINUTES",
+    calendar: null,
     burst: 10,
     action: "REJECT",
     failureMode: "OPEN",

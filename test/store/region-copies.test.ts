@@ -13,6 +13,7 @@ import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { evaluate, type CounterState, type LimitParams } from "../../src/domain/algorithms/index.js";
+import { calendarBoundaries, calendarMarker, LONGEST_PERIOD_MS, type Calendar } from "../../src/domain/calendar.js";
 import type { BucketRef } from "../../src/domain/ports.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
@@ -58,12 +59,18 @@ describe.runIf(await redisAvailable())("a GLOBAL bucket's copies of other region
     return state!.split(":").map(Number);
   }
 
-  for (const algorithm of ["FIXED_WINDOW", "SLIDING_WINDOW_COUNTER"] as const) {
-    it(`${algorithm}: decides every check on its own counts plus the last copy shipped, as the TypeScript arithmetic does`, async () => {
+  const byMinuteInKolkata: Calendar = { period: "MINUTE", timeZone: "Asia/Kolkata", weekStartsOn: null };
+  const variants = [
+    { name: "FIXED_WINDOW", algorithm: "FIXED_WINDOW", calendar: undefined },
+    { name: "SLIDING_WINDOW_COUNTER", algorithm: "SLIDING_WINDOW_COUNTER", calendar: undefined },
+    { name: "FIXED_WINDOW with a calendar", algorithm: "FIXED_WINDOW", calendar: byMinuteInKolkata },
+  ] as const;
+  for (const { name, algorithm, calendar } of variants) {
+    it(`${name}: decides every check on its own counts plus the last copy shipped, as the TypeScript arithmetic does`, async () => {
       const step = fc.record({
         region: fc.constantFrom(...REGIONS),
         cost: fc.integer({ min: 1, max: 4 }),
-        advanceMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 900 }), fc.integer({ min: 0, max: 5_000 })),
+        advanceMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 900 }), fc.integer({ min: 0, max: calendar === undefined ? 5_000 : 20_000 })),
         dryRun: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
         ship: fc.constantFrom("none", "none", "eu", "us", "both"),
         action: fc.constantFrom("REJECT", "REJECT", "LOG_ONLY", "THROTTLE"),
@@ -77,7 +84,10 @@ describe.runIf(await redisAvailable())("a GLOBAL bucket's copies of other region
           const copies: Record<string, CounterState | undefined> = { eu: undefined, us: undefined };
           for (const s of steps) {
             clock.advance(s.advanceMs);
-            const params: LimitParams = { algorithm, limit, windowMs, capacity: limit, action: s.action, reach: "GLOBAL" };
+            const params: LimitParams =
+              calendar === undefined
+                ? { algorithm, limit, windowMs, capacity: limit, action: s.action, reach: "GLOBAL" }
+                : { algorithm, limit, windowMs: LONGEST_PERIOD_MS[calendar.period], capacity: limit, action: s.action, reach: "GLOBAL", calendar };
             const bucket: BucketRef = { ruleId: "global", key: "tenant:acme", params: { ...params, sharedWith: [other(s.region)] } };
             const [reply] = await stores[s.region].decide([{ buckets: [bucket], cost: s.cost, dryRun: s.dryRun }]);
             const copy = copies[other(s.region)];
@@ -128,6 +138,27 @@ describe.runIf(await redisAvailable())("a GLOBAL bucket's copies of other region
       await merge(`${window + 1}:5:0:60000`); // the other region has moved on: its current window is our next
       clock.advance(60_000);
       expect(await copyOf()).toBe(5);
+    });
+
+    it("keeps a calendar's copy of the latest period: a period's start is its index", async () => {
+      const calendar: Calendar = { period: "DAY", timeZone: "Europe/Berlin", weekStartsOn: null };
+      const daily: LimitParams = { ...params, windowMs: LONGEST_PERIOD_MS.DAY, calendar };
+      const marker = calendarMarker(calendar);
+      const [, previous, start, end] = calendarBoundaries(T0, calendar);
+      const mergeDaily = (state: string) => stores.eu.mergeCopies([{ bucket: { ...bucket, params: daily }, region: "us", state }]);
+      const dailyCopy = async () => {
+        const [reply] = await stores.eu.decide([{ buckets: [{ ...bucket, params: { ...daily, sharedWith: ["us"] } }], cost: 1, dryRun: true }]);
+        return 100 - 1 - reply!.outcomes[0]!.remaining;
+      };
+      await mergeDaily(`${start}:30:0:${marker}`);
+      await mergeDaily(`${previous}:90:0:${marker}`); // the day before: dropped
+      expect(await dailyCopy()).toBe(30);
+      await mergeDaily(`${end}:5:0:${marker}`); // the other region is in the next day already: the copy is its state of that day, our next
+      expect(await dailyCopy()).toBe(5);
+      clock.set(end!);
+      expect(await dailyCopy()).toBe(5);
+      await mergeDaily(`${start}:40:0:${marker}`); // now the day before: dropped
+      expect(await dailyCopy()).toBe(5);
     });
 
     it("keeps a copy apart from the bucket's own counts, which alone are shipped on", async () => {

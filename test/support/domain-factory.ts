@@ -17,6 +17,7 @@ export const CONTRACT_RULE_DEFAULTS = {
   method: null,
   algorithm: "SLIDING_WINDOW_COUNTER",
   windowUnit: "SECONDS",
+  calendar: null,
   burst: null,
   action: "REJECT",
   failureMode: "OPEN",
@@ -66,6 +67,8 @@ export function makeNonDefaultRuleSpec(fields: Partial<RuleSpec> = {}): RuleSpec
     limit: 100,
     window: 1,
     windowUnit: "MINUTES",
+    // A calendar needs FIXED_WINDOW: rule-repository.test.ts writes one in its update.
+    calendar: null,
     burst: 20,
     action: "LOG_ONLY",
     failureMode: "LOCAL",

@@ -12,6 +12,7 @@
  * RateLimit), which Envoy adds to the response, the 429 included.
  */
 
+import type { CalendarPeriod } from "../../domain/calendar.js";
 import type { Decision, RuleResult } from "../../domain/decision.js";
 import { windowSecondsOf } from "../../domain/rule.js";
 import type { JointDecision } from "../../engine/decision/limiter.js";
@@ -19,7 +20,8 @@ import type { JointDecision } from "../../engine/decision/limiter.js";
 export const FLOODGATE_DELAY_HEADER = "x-floodgate-delay-ms";
 
 type Code = "OK" | "OVER_LIMIT";
-type Unit = "UNKNOWN" | "SECOND" | "MINUTE" | "HOUR" | "DAY";
+/** A calendar's periods are Envoy's units of the same names. */
+type Unit = "UNKNOWN" | "SECOND" | CalendarPeriod;
 
 export interface HeaderValueMessage {
   key: string;
@@ -77,9 +79,10 @@ function descriptorStatus(part: Decision): DescriptorStatusMessage {
  * The deciding rule's limit as Envoy's RateLimit (an override's window where
  * one applies): a window of exactly one second, minute, hour or day is its
  * unit; any other window has no unit of Envoy's (UNKNOWN), and the name says
- * it ("per-ip (100 per 10 s)").
+ * it ("per-ip (100 per 10 s)"). A calendar rule's unit is its period.
  */
 function currentLimit({ rule, override, limit }: RuleResult): DescriptorStatusMessage["current_limit"] {
+  if (rule.calendar !== null) return { name: rule.name, requests_per_unit: Math.min(MAX_UINT32, limit), unit: rule.calendar.period };
   const windowSeconds =
     override?.window != null && override.windowUnit != null ? windowSecondsOf(override.window, override.windowUnit) : windowSecondsOf(rule.window, rule.windowUnit);
   const unit = UNIT_SECONDS.find(([seconds]) => seconds === windowSeconds)?.[1];

@@ -1,6 +1,7 @@
 import { Field, InputType, Int } from "type-graphql";
 import type { Action, Algorithm, Dimension, FailureMode, Reach, WindowUnit } from "../../domain/rule.js";
 import { AttributeConditionInput } from "./attribute.type.js";
+import { RuleCalendarInput } from "./calendar.type.js";
 import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, ReachEnum, WindowUnitEnum } from "./enums.js";
 
 @InputType()
@@ -37,6 +38,9 @@ export class CreateRuleInput {
 
   @Field(() => WindowUnitEnum, { nullable: true, defaultValue: "SECONDS" })
   windowUnit?: WindowUnit | null;
+
+  @Field(() => RuleCalendarInput, { nullable: true, description: "FIXED_WINDOW only: count per calendar period instead of per window; window and windowUnit are then not used." })
+  calendar?: RuleCalendarInput | null;
 
   @Field(() => Int, { nullable: true })
   burst?: number | null;
@@ -88,6 +92,9 @@ export class UpdateRuleInput {
 
   @Field(() => WindowUnitEnum, { nullable: true })
   windowUnit?: WindowUnit | null;
+
+  @Field(() => RuleCalendarInput, { nullable: true, description: "Replaces the rule's calendar; null removes it (the rule counts per window and windowUnit again)." })
+  calendar?: RuleCalendarInput | null;
 
   @Field(() => Int, { nullable: true })
   burst?: number | null;

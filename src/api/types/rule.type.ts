@@ -1,6 +1,7 @@
 import { Field, ID, Int, ObjectType } from "type-graphql";
 import type { Action, Algorithm, Dimension, FailureMode, Reach, WindowUnit } from "../../domain/rule.js";
 import { AttributeConditionType } from "./attribute.type.js";
+import { RuleCalendarType } from "./calendar.type.js";
 import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, ReachEnum, WindowUnitEnum } from "./enums.js";
 
 @ObjectType("Rule", { simpleResolvers: true })
@@ -43,6 +44,9 @@ export class RuleType {
 
   @Field(() => Int)
   windowSeconds!: number;
+
+  @Field(() => RuleCalendarType, { nullable: true, description: "When set, the window is this calendar period, and window, windowUnit and windowSeconds are not used." })
+  calendar!: RuleCalendarType | null;
 
   @Field(() => Int, { nullable: true, description: "Token bucket capacity, or how many requests may wait in a leaky bucket." })
   burst!: number | null;

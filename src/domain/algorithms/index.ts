@@ -5,6 +5,7 @@
  * conformance and property tests hold the two together.
  */
 
+import { LONGEST_PERIOD_MS } from "../calendar.js";
 import { capacityOf, windowSecondsOf, type Action, type Algorithm, type RuleSpec } from "../rule.js";
 import { evaluateFixedWindow, fixedWindowHorizonMs } from "./fixed-window.js";
 import { evaluateLeakyBucket, evaluateTokenBucket, meterExpiresAt } from "./meter.js";
@@ -14,6 +15,7 @@ import type { CounterState, Evaluate, Evaluation, LimitParams } from "./types.js
 
 export * from "./types.js";
 export { MAX_EXACT } from "./integer.js";
+export { windowFrame, type WindowFrame } from "./fixed-window.js";
 
 const EVALUATORS: Record<Algorithm, Evaluate> = {
   SLIDING_WINDOW_COUNTER: evaluateSlidingWindowCounter,
@@ -24,13 +26,15 @@ const EVALUATORS: Record<Algorithm, Evaluate> = {
 };
 
 /** What the algorithms need of a rule: its window in milliseconds, and its capacity (burst where the algorithm has one). */
-export function limitParamsOf(rule: Pick<RuleSpec, "algorithm" | "limit" | "window" | "windowUnit" | "burst" | "action"> & Partial<Pick<RuleSpec, "reach">>): LimitParams {
+export function limitParamsOf(rule: Pick<RuleSpec, "algorithm" | "limit" | "window" | "windowUnit" | "burst" | "action"> & Partial<Pick<RuleSpec, "reach" | "calendar">>): LimitParams {
+  const calendar = rule.calendar ?? null;
   const params: LimitParams = {
     algorithm: rule.algorithm,
     limit: rule.limit,
-    windowMs: windowSecondsOf(rule.window, rule.windowUnit) * 1000,
+    windowMs: calendar === null ? windowSecondsOf(rule.window, rule.windowUnit) * 1000 : LONGEST_PERIOD_MS[calendar.period],
     capacity: capacityOf(rule),
     action: rule.action,
+    ...(calendar === null ? {} : { calendar }),
   };
   return rule.reach === "GLOBAL" ? { ...params, reach: "GLOBAL" } : params;
 }

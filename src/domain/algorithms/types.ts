@@ -1,10 +1,14 @@
+import type { Calendar } from "../calendar.js";
 import type { Action, Algorithm, Reach } from "../rule.js";
 
 /** What an algorithm needs of a rule, with time in milliseconds. */
 export interface LimitParams {
   algorithm: Algorithm;
   limit: number;
+  /** With a calendar, the longest its period can be (LONGEST_PERIOD_MS): what bounds how long a state counts. */
   windowMs: number;
+  /** FIXED_WINDOW: the window is the calendar's period containing now, not windowMs aligned on the epoch. */
+  calendar?: Calendar;
   /** Token bucket capacity or leaky bucket line length (burst, default limit); equal to limit elsewhere. */
   capacity: number;
   action: Action;

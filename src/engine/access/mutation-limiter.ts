@@ -68,6 +68,7 @@ function builtInRule(perMinute: number, at: Date): Rule {
     limit: perMinute,
     window: 1,
     windowUnit: "MINUTES",
+    calendar: null,
     burst: null,
     action: "REJECT",
     failureMode: "OPEN",

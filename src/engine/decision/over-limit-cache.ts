@@ -45,6 +45,7 @@
 
 import type { BucketOutcome, LimitParams } from "../../domain/algorithms/index.js";
 import { bucketId } from "../../domain/bucket-key.js";
+import { sameCalendar } from "../../domain/calendar.js";
 import { LruCache } from "../../domain/lru-cache.js";
 import type { BucketRef } from "../../domain/ports.js";
 
@@ -125,5 +126,5 @@ export class OverLimitCache {
 }
 
 function sameParams(a: LimitParams, b: LimitParams): boolean {
-  return a === b || (a.algorithm === b.algorithm && a.limit === b.limit && a.windowMs === b.windowMs && a.capacity === b.capacity && a.action === b.action);
+  return a === b || (a.algorithm === b.algorithm && a.limit === b.limit && a.windowMs === b.windowMs && a.capacity === b.capacity && a.action === b.action && sameCalendar(a.calendar, b.calendar));
 }

@@ -1,8 +1,9 @@
 /**
  * The rules file: YAML holding one list, `rules`, whose entries have exactly
  * the fields of createRule's input (tenantId, name, scope, attributeKeys,
- * when, resource, method, algorithm, limit, window, windowUnit, burst, action,
- * failureMode, reach, priority, enabled), with the same defaults:
+ * when, resource, method, algorithm, limit, window, windowUnit, calendar,
+ * burst, action, failureMode, reach, priority, enabled), with the same
+ * defaults:
  *
  *   rules:
  *     - tenantId: acme
@@ -19,6 +20,7 @@
  */
 
 import { Document, isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Node } from "yaml";
+import type { Calendar } from "../../domain/calendar.js";
 import { overrideIdentity, type Override } from "../../domain/override.js";
 import { RULE_DEFAULTS, type Rule, type RuleSpec } from "../../domain/rule.js";
 import type { RuleInput } from "../../domain/rule-validation.js";
@@ -36,6 +38,7 @@ const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [
   "limit",
   "window",
   "windowUnit",
+  "calendar",
   "burst",
   "action",
   "failureMode",
@@ -45,6 +48,8 @@ const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [
 ];
 
 const FLOW_LISTS = new Set(["scope", "attributeKeys", "values"]);
+/** Mappings that read best on one line too: calendar: {period: MONTH, timeZone: Europe/Berlin}. */
+const FLOW_MAPS = new Set(["calendar"]);
 
 /** The fields of an override in a rule's `overrides` (setOverride's input but its ruleId), in the order an export writes them. */
 export const OVERRIDE_FILE_FIELDS = ["dimension", "attributeKey", "match", "identifier", "limit", "burst", "window", "windowUnit", "expiresAt", "note"] as const;
@@ -206,6 +211,7 @@ export function writeRulesFile(rules: readonly Rule[], overrides: ReadonlyMap<st
     Pair(_, pair) {
       // Lists of names read best on one line: scope: [USER, IP], attributeKeys: [plan], values: [free, trial].
       if (isScalar(pair.key) && FLOW_LISTS.has(String(pair.key.value)) && isSeq(pair.value)) pair.value.flow = true;
+      if (isScalar(pair.key) && FLOW_MAPS.has(String(pair.key.value)) && isMap(pair.value)) pair.value.flow = true;
     },
   });
   // A blank line between rules.
@@ -221,12 +227,19 @@ export function writeRulesFile(rules: readonly Rule[], overrides: ReadonlyMap<st
 function fileFields(rule: Rule): Partial<RuleSpec> {
   const fields: Partial<RuleSpec> = {};
   for (const field of RULE_FILE_FIELDS) {
-    const value = rule[field];
+    const value = field === "calendar" ? calendarFileFields(rule.calendar) : rule[field];
     const fallback = (RULE_DEFAULTS as Partial<RuleSpec>)[field];
     const isDefault = Array.isArray(value) ? value.length === 0 && Array.isArray(fallback) : value === fallback;
     if (ALWAYS_WRITTEN.has(field) || !isDefault) (fields as Record<string, unknown>)[field] = value;
   }
   return fields;
+}
+
+/** A calendar without its weekStartsOn where it has none (any period but WEEK). */
+function calendarFileFields(calendar: Calendar | null): Partial<Calendar> | null {
+  if (calendar === null) return null;
+  const { weekStartsOn, ...rest } = calendar;
+  return weekStartsOn === null ? rest : calendar;
 }
 
 function overrideFileFields(override: Override): Record<string, unknown> {

@@ -154,7 +154,7 @@ export class RedisCounterStore implements ShardedCounterStore {
       buckets.map((bucket) => {
         const field = this.layout.field(bucket.key);
         const { pageA, pageB } = this.layout.keysOf(bucket.ruleId, field);
-        return this.redis.floodgateState(pageA, pageB, now, specOf(bucket.params), field);
+        return this.redis.floodgateState(pageA, pageB, now, specOf(bucket.params, now === "" ? Date.now() : now), field);
       }),
     );
   }
@@ -166,7 +166,7 @@ export class RedisCounterStore implements ShardedCounterStore {
       copies.map(({ bucket, region, state }) => {
         const field = this.layout.field(bucket.key);
         const { pageA, pageB } = this.layout.keysOf(bucket.ruleId, field);
-        return this.redis.floodgateMerge(pageA, pageB, now, specOf(bucket.params), field, region, state);
+        return this.redis.floodgateMerge(pageA, pageB, now, specOf(bucket.params, now === "" ? Date.now() : now), field, region, state);
       }),
     );
   }

@@ -21,6 +21,7 @@ import type { CounterCall } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
 import { ACTION_CODES, ALGORITHM_CODES, luaPrelude, type Mode } from "./script-codes.js";
 import type { LimitParams } from "../../domain/algorithms/index.js";
+import { calendarBoundaries, calendarMarker } from "../../domain/calendar.js";
 
 /** lua/ sits at the package root: three levels above both src/store/redis and dist/store/redis. */
 const LUA_DIR = new URL("../../../lua/", import.meta.url);
@@ -67,20 +68,35 @@ export type ScriptArgs = [numberOfKeys: number, ...keysAndArgs: (string | number
 
 /**
  * A rule's spec in decide.lua's args, "<algorithm>:<limit>:<window_ms>:<capacity>:<action>"
- * in codes, then ":G:<regions>" for a bucket shared with other regions; the script parses each spec once, so the same rule must always
- * give the same text. Kept per params object: a compiled rule's params are
- * one object for as long as the rule version lives.
+ * in codes, then ":C:<marker>:<six boundaries>" for a calendar (the periods
+ * around `nowMs`, the instance's now: see "Calendars" in decide.lua), then
+ * ":G:<regions>" for a bucket shared with other regions; the script parses
+ * each spec once, so the same rule must always give the same text (a
+ * calendar's, the same text for as long as the instance's now stays in one
+ * period). Kept per params object: a compiled rule's params are one object
+ * for as long as the rule version lives.
  */
 const specs = new WeakMap<LimitParams, string>();
+const calendarSpecs = new WeakMap<LimitParams, { boundaries: readonly number[]; spec: string }>();
 
-export function specOf(params: LimitParams): string {
-  let spec = specs.get(params);
-  if (spec === undefined) {
-    spec = `${ALGORITHM_CODES[params.algorithm]}:${params.limit}:${params.windowMs}:${params.capacity}:${ACTION_CODES[params.action]}`;
-    if (params.sharedWith !== undefined) spec += `:G:${params.sharedWith.join(",")}`;
-    specs.set(params, spec);
+export function specOf(params: LimitParams, nowMs: number): string {
+  const { calendar } = params;
+  if (calendar === undefined) {
+    let spec = specs.get(params);
+    if (spec === undefined) specs.set(params, (spec = specText(params, "")));
+    return spec;
   }
+  const boundaries = calendarBoundaries(nowMs, calendar);
+  const known = calendarSpecs.get(params);
+  if (known?.boundaries === boundaries) return known.spec;
+  const spec = specText(params, `:C:${calendarMarker(calendar)}:${boundaries.join(",")}`);
+  calendarSpecs.set(params, { boundaries, spec });
   return spec;
+}
+
+function specText(params: LimitParams, calendarPart: string): string {
+  const regions = params.sharedWith === undefined ? "" : `:G:${params.sharedWith.join(",")}`;
+  return `${ALGORITHM_CODES[params.algorithm]}:${params.limit}:${params.windowMs}:${params.capacity}:${ACTION_CODES[params.action]}${calendarPart}${regions}`;
 }
 
 /**
@@ -95,7 +111,7 @@ export function decideArgs(layout: KeyLayout, call: CounterCall, buckets: readon
     const bucket = call.buckets[i]!;
     const field = layout.field(bucket.key);
     keys.push(...layout.scriptKeys(bucket, field));
-    args.push(specOf(bucket.params), field);
+    args.push(specOf(bucket.params, nowMs ?? Date.now()), field);
   }
   return [keys.length, ...keys, ...args];
 }

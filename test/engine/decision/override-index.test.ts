@@ -147,6 +147,13 @@ describe("validateOverride", () => {
     expect(error.message).toBe(message);
   });
 
+  it("gives a calendar rule another limit but not another window: its window is the calendar's period", () => {
+    const monthly = makeRule({ scope: ["USER"], algorithm: "FIXED_WINDOW", calendar: { period: "MONTH", timeZone: "Europe/Berlin", weekStartsOn: null } });
+    expect(validateOverride({ ruleId: monthly.id, dimension: "USER", identifier: "vip", limit: 5000 }, monthly, now).limit).toBe(5000);
+    const error = validationErrorOf(() => validateOverride({ ruleId: monthly.id, dimension: "USER", identifier: "vip", limit: 5000, window: 1, windowUnit: "DAYS" }, monthly, now));
+    expect(error.message).toBe("input.window cannot be given for a rule with a calendar: its window is the calendar's MONTH");
+  });
+
   it("stores an exact IP and a block canonical", () => {
     expect(validateOverride({ ruleId: rule.id, dimension: "IP", identifier: "::FFFF:10.0.0.1", limit: 1 }, rule, now).identifier).toBe("10.0.0.1");
     expect(validateOverride({ ruleId: rule.id, dimension: "IP", match: "CIDR", identifier: "2001:DB8::/32", limit: 1 }, rule, now).identifier).toBe("2001:db8::/32");

@@ -94,7 +94,7 @@ describe("planning an import", () => {
 
   it("points a missing field at the entry that lacks it, and names an unknown field", () => {
     expect(problemsOf("rules:\n  - tenantId: acme\n    name: x\n    window: 1\n    limits: 5\n")).toEqual([
-      "5:5 rules[0].limits: rules[0].limits is not a rule field; the fields are tenantId, name, scope, attributeKeys, when, resource, method, algorithm, limit, window, windowUnit, burst, action, failureMode, reach, priority, enabled, overrides",
+      "5:5 rules[0].limits: rules[0].limits is not a rule field; the fields are tenantId, name, scope, attributeKeys, when, resource, method, algorithm, limit, window, windowUnit, calendar, burst, action, failureMode, reach, priority, enabled, overrides",
       "2:5 rules[0].limit: rules[0].limit is required",
     ]);
   });
@@ -175,6 +175,32 @@ rules:
     const plan = planImport(writeRulesFile(rules), rules, newId);
     expect(plan.problems).toEqual([]);
     expect(plan.rules.map((r) => r.outcome)).toEqual(["unchanged", "unchanged"]);
+  });
+
+  it("writes a calendar on one line, weekStartsOn only for a WEEK, and reads it back as the same rule", () => {
+    const calendarRules = [
+      makeRule({ tenantId: "acme", name: "monthly", limit: 1000, window: 1, calendar: { period: "MONTH", timeZone: "Europe/Berlin", weekStartsOn: null } }),
+      makeRule({ tenantId: "acme", name: "weekly", limit: 100, window: 1, calendar: { period: "WEEK", timeZone: "America/New_York", weekStartsOn: "SUNDAY" } }),
+    ];
+    const text = writeRulesFile(calendarRules);
+    expect(text).toContain(`  - tenantId: acme
+    name: monthly
+    algorithm: FIXED_WINDOW
+    limit: 1000
+    window: 1
+    calendar: {period: MONTH, timeZone: Europe/Berlin}
+`);
+    expect(text).toContain("    calendar: {period: WEEK, timeZone: America/New_York, weekStartsOn: SUNDAY}\n");
+    const plan = planImport(text, calendarRules, newId);
+    expect(plan.problems).toEqual([]);
+    expect(plan.rules.map((r) => r.outcome)).toEqual(["unchanged", "unchanged"]);
+    const moved = planImport(text.replace("Europe/Berlin", "Europe/Paris"), calendarRules, newId);
+    expect(moved.rules.map((r) => r.outcome)).toEqual(["updated", "unchanged"]);
+  });
+
+  it("reports a calendar's unknown time zone with its line and field", () => {
+    const text = "rules:\n  - tenantId: acme\n    name: monthly\n    algorithm: FIXED_WINDOW\n    limit: 5\n    window: 1\n    calendar: { period: MONTH, timeZone: Mars/Base }\n";
+    expect(problemsOf(text)).toEqual(['7:42 rules[0].calendar.timeZone: rules[0].calendar.timeZone must be an IANA time zone such as "Europe/Berlin" (got "Mars/Base")']);
   });
 
   it("writes `rules: []` when there are none", () => {
