@@ -1,0 +1,92 @@
+/**
+ * Access list entries and their history in Postgres (or PGlite) through
+ * Prisma. An addition or removal and its row in access_list_changes are
+ * written in one transaction, so the history never misses a change and never
+ * holds one that did not happen. A database that cannot be reached fails
+ * every call with UnavailableError.
+ */
+
+import { ConflictError } from "../domain/errors.js";
+import type { AccessList, ListEntry, ListEntryChange, ListEntryChangeKind, ListEntrySpec } from "../domain/access-list.js";
+import type { AccessListRepository } from "../domain/ports.js";
+import type { Prisma, AccessListChange as ChangeRow, AccessListEntry as EntryRow, PrismaClient } from "./generated/client.js";
+import { isPrismaError } from "./prisma-rule-repository.js";
+import { unavailable } from "./unavailable.js";
+
+export class PrismaAccessListRepository implements AccessListRepository {
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async list(): Promise<ListEntry[]> {
+    return (await guard(() => this.prisma.accessListEntry.findMany({ orderBy: [{ createdAt: "asc" }, { id: "asc" }] }))).map(toEntry);
+  }
+
+  async listOf(tenantId: string, list: AccessList | null): Promise<ListEntry[]> {
+    const where = list === null ? { tenantId } : { tenantId, list };
+    return (await guard(() => this.prisma.accessListEntry.findMany({ where, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }))).map(toEntry);
+  }
+
+  async get(id: string): Promise<ListEntry | null> {
+    const row = await guard(() => this.prisma.accessListEntry.findUnique({ where: { id } }));
+    return row === null ? null : toEntry(row);
+  }
+
+  async add(id: string, spec: ListEntrySpec, actor: string): Promise<ListEntry> {
+    const at = this.now();
+    try {
+      return await this.prisma.$transaction(async (tx) => {
+        const entry = toEntry(await tx.accessListEntry.create({ data: { id, ...spec, createdAt: at, createdBy: actor } }));
+        await record(tx, "ADDED", entry, actor, at);
+        return entry;
+      });
+    } catch (error) {
+      if (isPrismaError(error, "P2002")) {
+        throw new ConflictError(`the ${spec.list.toLowerCase()} list of tenant ${JSON.stringify(spec.tenantId)} already holds ${spec.kind} ${JSON.stringify(spec.value)}`);
+      }
+      throw unavailable(error) ?? error;
+    }
+  }
+
+  async remove(id: string, actor: string): Promise<ListEntry | null> {
+    const at = this.now();
+    try {
+      return await this.prisma.$transaction(async (tx) => {
+        const entry = toEntry(await tx.accessListEntry.delete({ where: { id } }));
+        await record(tx, "REMOVED", entry, actor, at);
+        return entry;
+      });
+    } catch (error) {
+      if (isPrismaError(error, "P2025")) return null;
+      throw unavailable(error) ?? error;
+    }
+  }
+
+  async history(tenantId: string): Promise<ListEntryChange[]> {
+    return (await guard(() => this.prisma.accessListChange.findMany({ where: { tenantId }, orderBy: { seq: "asc" } }))).map(toChange);
+  }
+}
+
+async function record(tx: Prisma.TransactionClient, kind: ListEntryChangeKind, entry: ListEntry, actor: string, at: Date): Promise<void> {
+  await tx.accessListChange.create({
+    data: { tenantId: entry.tenantId, entryId: entry.id, kind, changedAt: at, actor, entry: { ...entry, createdAt: entry.createdAt.toISOString() } },
+  });
+}
+
+async function guard<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw unavailable(error) ?? error;
+  }
+}
+
+function toEntry(row: EntryRow): ListEntry {
+  return { id: row.id, tenantId: row.tenantId, list: row.list, kind: row.kind, value: row.value, note: row.note, createdAt: row.createdAt, createdBy: row.createdBy };
+}
+
+function toChange(row: ChangeRow): ListEntryChange {
+  const entry = row.entry as unknown as ListEntry & { createdAt: string };
+  return { kind: row.kind, entry: { ...entry, createdAt: new Date(entry.createdAt) }, at: row.changedAt, actor: row.actor };
+}

@@ -1,0 +1,64 @@
+/**
+ * Access list management: authorize (as for rules: readRules to read a
+ * tenant's lists, writeRules to change them; the "*" lists are read by every
+ * reader and changed by an ADMIN only), validate, write through the
+ * repository (which records the change in the tenant's list history in the
+ * same transaction), and publish the change on the event bus, from which
+ * every instance's index, this one's included, applies it (AccessListSync).
+ * An entry the caller may not read does not exist for it (NOT_FOUND).
+ */
+
+import { randomUUID } from "node:crypto";
+import { authorize, may, scopeTenant, type Principal } from "../../domain/access.js";
+import { validateListEntry, type AccessList, type ListEntry, type ListEntryChange, type ListEntryChangeKind, type ListEntryInput } from "../../domain/access-list.js";
+import { NotFoundError } from "../../domain/errors.js";
+import type { AccessListRepository, Clock, EventBus } from "../../domain/ports.js";
+import { LENGTHS } from "../../domain/service-limits.js";
+import { reference } from "../../domain/validation.js";
+
+export class AccessListService {
+  constructor(
+    private readonly repository: AccessListRepository,
+    private readonly events: EventBus,
+    private readonly clock: Clock,
+  ) {}
+
+  async add(principal: Principal, input: ListEntryInput, field = "input"): Promise<ListEntry> {
+    if (typeof input.tenantId === "string") authorize(principal, "writeRules", input.tenantId);
+    const spec = validateListEntry(input, field);
+    authorize(principal, "writeRules", spec.tenantId);
+    const entry = await this.repository.add(randomUUID(), spec, principal.keyId);
+    await this.publish("ADDED", entry, principal);
+    return entry;
+  }
+
+  async remove(principal: Principal, id: string): Promise<boolean> {
+    reference(id, "id", LENGTHS.id);
+    const existing = await this.repository.get(id);
+    if (existing === null || !may(principal, "readRules", existing.tenantId)) throw new NotFoundError("list entry", id);
+    authorize(principal, "writeRules", existing.tenantId);
+    const removed = await this.repository.remove(id, principal.keyId);
+    if (removed === null) throw new NotFoundError("list entry", id);
+    await this.publish("REMOVED", removed, principal);
+    return true;
+  }
+
+  /** A tenant's entries (the caller's own when it names none; every tenant's for an ADMIN naming none), of one list or both. */
+  async list(principal: Principal, tenantId: string | null | undefined, list: AccessList | null): Promise<ListEntry[]> {
+    if (typeof tenantId === "string") reference(tenantId, "tenantId", LENGTHS.tenantId);
+    const tenant = scopeTenant(principal, "readRules", tenantId);
+    const entries = tenant === null ? await this.repository.list() : await this.repository.listOf(tenant, list);
+    return list === null ? entries : entries.filter((entry) => entry.list === list);
+  }
+
+  /** A tenant's additions and removals, oldest first (the caller's own tenant when it names none). */
+  async history(principal: Principal, tenantId: string | null | undefined): Promise<ListEntryChange[]> {
+    if (typeof tenantId === "string") reference(tenantId, "tenantId", LENGTHS.tenantId);
+    authorize(principal, "readRules", tenantId ?? principal.tenantId);
+    return this.repository.history(tenantId ?? principal.tenantId);
+  }
+
+  private async publish(kind: ListEntryChangeKind, entry: ListEntry, principal: Principal): Promise<void> {
+    await this.events.publish("accessListChange", { kind, entry, at: new Date(this.clock.now()), actor: principal.keyId });
+  }
+}
