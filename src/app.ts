@@ -289,9 +289,9 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   closers.add(() => events.close());
 
   const repository = new PrismaRuleRepository(database.prisma);
-  const rules = new RuleService(repository, book, counters, events, clock, settings.ruleLimits);
   const listRepository = new PrismaAccessListRepository(database.prisma);
   const accessLists = new AccessListService(listRepository, events, clock);
+  const rules = new RuleService(repository, book, counters, events, clock, settings.ruleLimits, accessLists);
   return { database, counters, resilient, leasing, regional, redis, events, repository, rules, listRepository, accessLists, clock };
 }
 

@@ -11,6 +11,8 @@ import {
   AddListEntryDocument,
   CheckScreenedDocument,
   CreateApiKeyDocument,
+  ExportRulesDocument,
+  ImportRulesWithListsDocument,
   ListEntriesDocument,
   ListEntryHistoryDocument,
   RemoveListEntryDocument,
@@ -127,5 +129,27 @@ await describeOnEachStorage("access lists", (suite) => {
     expectCode((await viewer.request(RemoveListEntryDocument, { id: own.id })).errors, "FORBIDDEN");
     expectCode((await viewer.request(ListEntryHistoryDocument, { tenantId: other })).errors, "FORBIDDEN");
     expect((await suite.client.data(ListEntriesDocument, { tenantId: other })).listEntries.map((e) => e.id)).toEqual([theirs.id]);
+  });
+
+  it("imports a rules file's lists (adding what is not listed yet) and exports them, so an export imports back unchanged", async () => {
+    const tenantId = newTenant();
+    const yaml = `rules: []
+lists:
+  - {tenantId: ${tenantId}, list: DENY, kind: IP, value: "2001:DB8::/32", note: scanners}
+  - {tenantId: ${tenantId}, list: ALLOW, kind: API_KEY, value: sk-partner}
+`;
+    const importFile = async (text: string, dryRun = false) => (await suite.client.data(ImportRulesWithListsDocument, { yaml: text, dryRun })).importRules;
+    expect(await importFile(yaml, true)).toEqual({ applied: false, listEntriesAdded: 2, listEntriesUnchanged: 0, invalid: [] });
+    expect((await suite.client.data(ListEntriesDocument, { tenantId })).listEntries).toEqual([]);
+    expect(await importFile(yaml)).toEqual({ applied: true, listEntriesAdded: 2, listEntriesUnchanged: 0, invalid: [] });
+    expect((await decide({ tenantId, ip: "2001:db8::1" })).reason?.code).toBe("DENY_LISTED");
+    expect((await decide({ tenantId, apiKey: "sk-partner" })).reason?.code).toBe("ALLOW_LISTED");
+    const exported = (await suite.client.data(ExportRulesDocument, { tenantId })).exportRules;
+    expect(exported).toContain("value: 2001:db8::/32\n    note: scanners");
+    expect(exported).not.toContain("sk-partner");
+    expect(await importFile(exported)).toEqual({ applied: true, listEntriesAdded: 0, listEntriesUnchanged: 2, invalid: [] });
+    const bad = await importFile(`rules: []\nlists:\n  - {tenantId: ${tenantId}, list: DENY, kind: IP, value: 10.1.2.3/8}\n`);
+    expect(bad).toMatchObject({ applied: false, invalid: [{ line: 3, field: "lists[0].value" }] });
+    expect((await suite.client.data(ListEntriesDocument, { tenantId })).listEntries).toHaveLength(2);
   });
 });

@@ -51,6 +51,11 @@ export class AccessListService {
     return list === null ? entries : entries.filter((entry) => entry.list === list);
   }
 
+  /** Every entry of every tenant, for the rules file's import and export (which authorize by the tenants they touch). */
+  all(): Promise<ListEntry[]> {
+    return this.repository.list();
+  }
+
   /** A tenant's additions and removals, oldest first (the caller's own tenant when it names none). */
   async history(principal: Principal, tenantId: string | null | undefined): Promise<ListEntryChange[]> {
     if (typeof tenantId === "string") reference(tenantId, "tenantId", LENGTHS.tenantId);
