@@ -5,7 +5,8 @@
  * repository (which records the change in the tenant's list history in the
  * same transaction), and publish the change on the event bus, from which
  * every instance's index, this one's included, applies it (AccessListSync).
- * An entry the caller may not read does not exist for it (NOT_FOUND).
+ * An entry the caller may not read does not exist for it (NOT_FOUND). Ids and
+ * tenant ids arrive checked (api/args.ts).
  */
 
 import { randomUUID } from "node:crypto";
@@ -13,8 +14,6 @@ import { authorize, may, scopeTenant, type Principal } from "../../domain/access
 import { validateListEntry, type AccessList, type ListEntry, type ListEntryChange, type ListEntryChangeKind, type ListEntryInput } from "../../domain/access-list.js";
 import { NotFoundError } from "../../domain/errors.js";
 import type { AccessListRepository, Clock, EventBus } from "../../domain/ports.js";
-import { LENGTHS } from "../../domain/service-limits.js";
-import { reference } from "../../domain/validation.js";
 
 export class AccessListService {
   constructor(
@@ -33,7 +32,6 @@ export class AccessListService {
   }
 
   async remove(principal: Principal, id: string): Promise<boolean> {
-    reference(id, "id", LENGTHS.id);
     const existing = await this.repository.get(id);
     if (existing === null || !may(principal, "readRules", existing.tenantId)) throw new NotFoundError("list entry", id);
     authorize(principal, "writeRules", existing.tenantId);
@@ -45,9 +43,9 @@ export class AccessListService {
 
   /** A tenant's entries (the caller's own when it names none; every tenant's for an ADMIN naming none), of one list or both. */
   async list(principal: Principal, tenantId: string | null | undefined, list: AccessList | null): Promise<ListEntry[]> {
-    if (typeof tenantId === "string") reference(tenantId, "tenantId", LENGTHS.tenantId);
     const tenant = scopeTenant(principal, "readRules", tenantId);
-    const entries = tenant === null ? await this.repository.list() : await this.repository.listOf(tenant, list);
+    if (tenant !== null) return this.repository.listOf(tenant, list);
+    const entries = await this.repository.list();
     return list === null ? entries : entries.filter((entry) => entry.list === list);
   }
 
@@ -58,7 +56,6 @@ export class AccessListService {
 
   /** A tenant's additions and removals, oldest first (the caller's own tenant when it names none). */
   async history(principal: Principal, tenantId: string | null | undefined): Promise<ListEntryChange[]> {
-    if (typeof tenantId === "string") reference(tenantId, "tenantId", LENGTHS.tenantId);
     authorize(principal, "readRules", tenantId ?? principal.tenantId);
     return this.repository.history(tenantId ?? principal.tenantId);
   }
