@@ -3,7 +3,9 @@
  * Prisma. An addition or removal and its row in access_list_changes are
  * written in one transaction, so the history never misses a change and never
  * holds one that did not happen. A database that cannot be reached fails
- * every call with UnavailableError.
+ * every call with UnavailableError. Expired entries are read by nobody; an
+ * addition of an identifier whose entry has expired removes that entry first
+ * (a removal in the history, by the same API key).
  */
 
 import { ConflictError } from "../domain/errors.js";
@@ -20,11 +22,11 @@ export class PrismaAccessListRepository implements AccessListRepository {
   ) {}
 
   async list(): Promise<ListEntry[]> {
-    return (await guard(() => this.prisma.accessListEntry.findMany({ orderBy: [{ createdAt: "asc" }, { id: "asc" }] }))).map(toEntry);
+    return (await guard(() => this.prisma.accessListEntry.findMany({ where: this.live(), orderBy: [{ createdAt: "asc" }, { id: "asc" }] }))).map(toEntry);
   }
 
   async listOf(tenantId: string, list: AccessList | null): Promise<ListEntry[]> {
-    const where = list === null ? { tenantId } : { tenantId, list };
+    const where = { ...this.live(), tenantId, ...(list === null ? {} : { list }) };
     return (await guard(() => this.prisma.accessListEntry.findMany({ where, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }))).map(toEntry);
   }
 
@@ -37,6 +39,12 @@ export class PrismaAccessListRepository implements AccessListRepository {
     const at = this.now();
     try {
       return await this.prisma.$transaction(async (tx) => {
+        const identity = { tenantId: spec.tenantId, list: spec.list, kind: spec.kind, value: spec.value };
+        const expired = await tx.accessListEntry.findFirst({ where: { ...identity, expiresAt: { lte: at } } });
+        if (expired !== null) {
+          await tx.accessListEntry.delete({ where: { id: expired.id } });
+          await record(tx, "REMOVED", toEntry(expired), actor, at);
+        }
         const entry = toEntry(await tx.accessListEntry.create({ data: { id, ...spec, createdAt: at, createdBy: actor } }));
         await record(tx, "ADDED", entry, actor, at);
         return entry;
@@ -63,6 +71,10 @@ export class PrismaAccessListRepository implements AccessListRepository {
     }
   }
 
+  private live() {
+    return { OR: [{ expiresAt: null }, { expiresAt: { gt: this.now() } }] };
+  }
+
   async history(tenantId: string): Promise<ListEntryChange[]> {
     return (await guard(() => this.prisma.accessListChange.findMany({ where: { tenantId }, orderBy: { seq: "asc" } }))).map(toChange);
   }
@@ -70,7 +82,14 @@ export class PrismaAccessListRepository implements AccessListRepository {
 
 async function record(tx: Prisma.TransactionClient, kind: ListEntryChangeKind, entry: ListEntry, actor: string, at: Date): Promise<void> {
   await tx.accessListChange.create({
-    data: { tenantId: entry.tenantId, entryId: entry.id, kind, changedAt: at, actor, entry: { ...entry, createdAt: entry.createdAt.toISOString() } },
+    data: {
+      tenantId: entry.tenantId,
+      entryId: entry.id,
+      kind,
+      changedAt: at,
+      actor,
+      entry: { ...entry, createdAt: entry.createdAt.toISOString(), expiresAt: entry.expiresAt?.toISOString() ?? null },
+    },
   });
 }
 
@@ -83,10 +102,12 @@ async function guard<T>(call: () => Promise<T>): Promise<T> {
 }
 
 function toEntry(row: EntryRow): ListEntry {
-  return { id: row.id, tenantId: row.tenantId, list: row.list, kind: row.kind, value: row.value, note: row.note, createdAt: row.createdAt, createdBy: row.createdBy };
+  const { id, tenantId, list, kind, value, note, expiresAt, createdAt, createdBy } = row;
+  return { id, tenantId, list, kind, value, note, expiresAt, createdAt, createdBy };
 }
 
 function toChange(row: ChangeRow): ListEntryChange {
-  const entry = row.entry as unknown as ListEntry & { createdAt: string };
-  return { kind: row.kind, entry: { ...entry, createdAt: new Date(entry.createdAt) }, at: row.changedAt, actor: row.actor };
+  const entry = row.entry as unknown as ListEntry & { createdAt: string; expiresAt: string | null };
+  const expiresAt = entry.expiresAt === null ? null : new Date(entry.expiresAt);
+  return { kind: row.kind, entry: { ...entry, createdAt: new Date(entry.createdAt), expiresAt }, at: row.changedAt, actor: row.actor };
 }

@@ -19,7 +19,7 @@
 
 import { secretDigest } from "./bucket-key.js";
 import { ValidationError } from "./errors.js";
-import { cidrBlock } from "./override.js";
+import { cidrBlock, expiry } from "./override.js";
 import { ALL_TENANTS } from "./rule.js";
 import { ipAddress } from "./request.js";
 import { LENGTHS } from "./service-limits.js";
@@ -42,6 +42,8 @@ export interface ListEntrySpec {
   /** Canonical (see the header). */
   value: string;
   note: string | null;
+  /** From then on the entry is as if it did not exist; null: until it is removed. */
+  expiresAt: Date | null;
 }
 
 export interface ListEntry extends ListEntrySpec {
@@ -69,16 +71,27 @@ export interface ListEntryInput {
   kind?: unknown;
   value?: unknown;
   note?: unknown;
+  expiresAt?: unknown;
 }
 
-/** The entry an input asks for, canonical; each failure names its field under `field` ("input.value"). */
-export function validateListEntry(input: ListEntryInput, field = "input"): ListEntrySpec {
+/** The entry an input asks for, canonical; each failure names its field under `field` ("input.value"). An expiry must be after `now`. */
+export function validateListEntry(input: ListEntryInput, now: Date, field = "input"): ListEntrySpec {
   const tenantId = reference(text(input.tenantId, `${field}.tenantId`, LENGTHS.tenantId), `${field}.tenantId`, LENGTHS.tenantId);
   const list = oneOf(input.list, ACCESS_LISTS, `${field}.list`);
   const kind = oneOf(input.kind, LIST_ENTRY_KINDS, `${field}.kind`);
   const value = canonicalValue(kind, input.value, `${field}.value`);
   const note = input.note === null || input.note === undefined || input.note === "" ? null : text(input.note, `${field}.note`, MAX_NOTE_LENGTH);
-  return { tenantId, list, kind, value, note };
+  return { tenantId, list, kind, value, note, expiresAt: expiry(input.expiresAt, now, `${field}.expiresAt`) };
+}
+
+/** What makes an entry one (unique in storage): its tenant, list, kind and canonical value, none of which holds a control character. */
+export function listEntryIdentity(entry: Pick<ListEntrySpec, "tenantId" | "list" | "kind" | "value">): string {
+  return `${entry.tenantId}\n${entry.list}\n${entry.kind}\n${entry.value}`;
+}
+
+/** Whether the entry still applies at nowMs. */
+export function isLive(entry: Pick<ListEntrySpec, "expiresAt">, nowMs: number): boolean {
+  return entry.expiresAt === null || entry.expiresAt.getTime() > nowMs;
 }
 
 function canonicalValue(kind: ListEntryKind, value: unknown, field: string): string {

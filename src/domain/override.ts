@@ -165,7 +165,7 @@ export function cidrBlock(raw: string, field: string): string {
   return `${address}/${prefix}`;
 }
 
-function expiry(value: unknown, now: Date, field: string): Date | null {
+export function expiry(value: unknown, now: Date, field: string): Date | null {
   if (value === null || value === undefined) return null;
   const at = value instanceof Date ? value : typeof value === "string" ? new Date(value) : null;
   if (at === null || Number.isNaN(at.getTime())) throw new ValidationError(field, "must be a date and time (ISO 8601)");

@@ -20,7 +20,7 @@
  *
  * The verdict: headers to set on the response either way; on denial a 429
  * with an RFC 9457 problem details body, or a 403 for a request on a deny
- * list (reason DENY_LISTED: waiting will not help, so no Retry-After; the
+ * list (reason DENY_LISTED: no Retry-After unless the entry expires; the
  * body says "access denied" and nothing of the list, whose entry the
  * decision's reason names for the server's own log); THROTTLE's delay to
  * wait before going on; LOG_ONLY goes on. Paths on the skip list are not checked.
@@ -123,7 +123,7 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
       if (skipped(request)) return SKIP;
       const decision = await client.check(checkOf(request));
       if (decision.allowed) return { kind: "pass", decision, headers: decision.headers, delayMs: decision.delayMs ?? 0 };
-      if (decision.reason?.code === "DENY_LISTED") return { kind: "deny", decision, status: 403, ...accessDenied(problemType) };
+      if (decision.reason?.code === "DENY_LISTED") return { kind: "deny", decision, status: 403, ...accessDenied(decision, problemType) };
       return { kind: "deny", decision, status: 429, ...problem(decision, problemType) };
     },
     close: () => (owned ? client.close() : Promise.resolve()),
@@ -151,11 +151,15 @@ function problem(decision: FloodgateDecision, type: string): { headers: HttpHead
   return { headers: [...headers, { name: "Content-Type", value: "application/problem+json" }], body: JSON.stringify(body) };
 }
 
-/** The 403's headers and body for a deny-listed request: a problem details object saying only that access is denied. */
-function accessDenied(type: string): { headers: HttpHeader[]; body: string } {
+/**
+ * The 403's headers and body for a deny-listed request: a problem details
+ * object saying only that access is denied, and the decision's headers (a
+ * Retry-After when the entry expires, nothing otherwise).
+ */
+function accessDenied(decision: FloodgateDecision, type: string): { headers: HttpHeader[]; body: string } {
   const message = "Access denied.";
   const body = { type, title: "Forbidden", status: 403, detail: message, error: { code: "ACCESS_DENIED", message } };
-  return { headers: [{ name: "Content-Type", value: "application/problem+json" }], body: JSON.stringify(body) };
+  return { headers: [...decision.headers, { name: "Content-Type", value: "application/problem+json" }], body: JSON.stringify(body) };
 }
 
 function clientOptions<Req>(options: MiddlewareOptions<Req>): FloodgateClientOptions {

@@ -20,7 +20,7 @@ import {
   type CheckLimitsInput,
 } from "../generated/graphql.js";
 import { GraphQLClient } from "../harness/graphql-client.js";
-import { createRule, describeOnEachStorage, expectBadUserInput, expectCode, newTenant } from "../support/api.js";
+import { createRule, describeOnEachStorage, expectBadUserInput, expectCode, newTenant, sleep } from "../support/api.js";
 
 await describeOnEachStorage("access lists", (suite) => {
   const add = async (input: AddListEntryInput) => (await suite.client.data(AddListEntryDocument, { input })).addListEntry;
@@ -151,5 +151,28 @@ lists:
     const bad = await importFile(`rules: []\nlists:\n  - {tenantId: ${tenantId}, list: DENY, kind: IP, value: 10.1.2.3/8}\n`);
     expect(bad).toMatchObject({ applied: false, invalid: [{ line: 3, field: "lists[0].value" }] });
     expect((await suite.client.data(ListEntriesDocument, { tenantId })).listEntries).toHaveLength(2);
+  });
+
+  it("stops applying an entry at its expiry, says when in the decision, and lets the identifier be listed again", async () => {
+    const tenantId = await tenantWithRule(100);
+    const expiresAt = new Date(Date.now() + 1_500).toISOString();
+    const entry = await add({ tenantId, list: "DENY", kind: "USER", value: "cooling-off", expiresAt });
+    expect(entry.expiresAt).toBe(expiresAt);
+    const refused = await decide({ tenantId, userId: "cooling-off" });
+    expect(refused.reason).toMatchObject({ code: "DENY_LISTED", until: expiresAt });
+    expect(refused.retryAfter).toBeGreaterThanOrEqual(1);
+    while (Date.now() <= Date.parse(expiresAt)) await sleep(50);
+    expect(await decide({ tenantId, userId: "cooling-off" })).toMatchObject({ allowed: true, reason: null });
+    expect((await suite.client.data(ListEntriesDocument, { tenantId })).listEntries).toEqual([]);
+    const again = await add({ tenantId, list: "DENY", kind: "USER", value: "cooling-off" });
+    expect((await decide({ tenantId, userId: "cooling-off" })).reason?.code).toBe("DENY_LISTED");
+    const history = (await suite.client.data(ListEntryHistoryDocument, { tenantId })).listEntryHistory;
+    expect(history.map((c) => [c.kind, c.entry.id])).toEqual([
+      ["ADDED", entry.id],
+      ["REMOVED", entry.id],
+      ["ADDED", again.id],
+    ]);
+    const past = await suite.client.request(AddListEntryDocument, { input: { tenantId, list: "DENY", kind: "USER", value: "x", expiresAt: new Date(Date.now() - 1_000).toISOString() } });
+    expectBadUserInput(past.errors, "input.expiresAt");
   });
 });

@@ -1,5 +1,6 @@
 -- Access lists: per tenant ("*" for every tenant), identifiers always refused (DENY) or always let through (ALLOW).
--- value is canonical (src/domain/access-list.ts), so one identifier is one row. Every addition and removal is
+-- value is canonical (src/domain/access-list.ts), so one identifier is one row; an expired row is as if it did
+-- not exist, and is replaced by an addition of the same identifier. Every addition and removal is
 -- recorded in access_list_changes, in the same transaction; that table has no foreign key, so a removed entry keeps its history.
 -- CreateEnum
 CREATE TYPE "AccessList" AS ENUM ('DENY', 'ALLOW');
@@ -18,6 +19,7 @@ CREATE TABLE "access_list_entries" (
     "kind" "ListEntryKind" NOT NULL,
     "value" TEXT NOT NULL,
     "note" TEXT,
+    "expires_at" TIMESTAMPTZ(3),
     "created_at" TIMESTAMPTZ(3) NOT NULL,
     "created_by" TEXT NOT NULL,
 

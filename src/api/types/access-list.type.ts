@@ -22,6 +22,9 @@ export class ListEntryType {
   @Field(() => String, { nullable: true })
   note!: string | null;
 
+  @Field(() => Date, { nullable: true, description: "From then on the entry no longer applies, on every instance; null: until it is removed." })
+  expiresAt!: Date | null;
+
   @Field(() => Date)
   createdAt!: Date;
 
@@ -60,4 +63,7 @@ export class AddListEntryInput {
 
   @Field(() => String, { nullable: true, description: "Why the entry is there, for the next person." })
   note?: string | null;
+
+  @Field(() => Date, { nullable: true, description: "When the entry stops applying (in the future); null: until it is removed." })
+  expiresAt?: Date | null;
 }

@@ -10,6 +10,10 @@
  *     (lower-cased, with override-index.ts's globMatches: linear in the user
  *     agent's length per glob).
  *
+ * An expired entry is skipped where it is met (a shorter live block under an
+ * expired one still answers), and left out of the next load from the
+ * database: no timer is needed for an expiry to take effect on time.
+ *
  * The index gives the limiter two screens: `deny` (refuses with
  * DENY_LISTED) and `allow` (admits with ALLOW_LISTED); between them the
  * composition root puts the bans. Each looks at the request's tenant's list
@@ -17,7 +21,7 @@
  */
 
 import { ALL_TENANTS } from "../../domain/rule.js";
-import { apiKeyEntryValue, describeEntry, type AccessList, type ListEntry, type ListEntryChange } from "../../domain/access-list.js";
+import { apiKeyEntryValue, describeEntry, isLive, listEntryIdentity, type AccessList, type ListEntry, type ListEntryChange } from "../../domain/access-list.js";
 import { ipBits, networkOf } from "../../domain/override.js";
 import type { CheckRequest } from "../../domain/request.js";
 import type { RequestScreen, Screening } from "../../domain/screening.js";
@@ -50,13 +54,13 @@ class BlockTable {
     }
   }
 
-  find(address: string): ListEntry | null {
+  find(address: string, nowMs: number): ListEntry | null {
     if (this.lengths.length === 0) return null;
     const bits = ipBits(address);
     for (const length of this.lengths) {
       if (length > bits.length) continue;
       const entry = this.byLength.get(length)!.get(networkOf(bits, length));
-      if (entry !== undefined) return entry;
+      if (entry !== undefined && isLive(entry, nowMs)) return entry;
     }
     return null;
   }
@@ -108,24 +112,25 @@ class TenantList {
     }
   }
 
-  find(request: CheckRequest): ListEntry | null {
+  find(request: CheckRequest, nowMs: number): ListEntry | null {
+    const live = (entry: ListEntry | undefined) => (entry !== undefined && isLive(entry, nowMs) ? entry : null);
     if (request.ip !== null) {
-      const entry = this.ips.find(request.ip);
+      const entry = this.ips.find(request.ip, nowMs);
       if (entry !== null) return entry;
     }
     if (request.userId !== null) {
-      const entry = this.users.get(request.userId);
-      if (entry !== undefined) return entry;
+      const entry = live(this.users.get(request.userId));
+      if (entry !== null) return entry;
     }
     if (request.apiKey !== null && this.apiKeys.size > 0) {
-      const entry = this.apiKeys.get(apiKeyEntryValue(request.apiKey));
-      if (entry !== undefined) return entry;
+      const entry = live(this.apiKeys.get(apiKeyEntryValue(request.apiKey)));
+      if (entry !== null) return entry;
     }
     if (request.userAgent !== null && (this.exactAgents.size > 0 || this.agentGlobs.size > 0)) {
       const agent = request.userAgent.toLowerCase();
-      const exact = this.exactAgents.get(agent);
-      if (exact !== undefined) return exact;
-      for (const { parts, entry } of this.agentGlobs.values()) if (globMatches(parts, agent)) return entry;
+      const exact = live(this.exactAgents.get(agent));
+      if (exact !== null) return exact;
+      for (const { parts, entry } of this.agentGlobs.values()) if (isLive(entry, nowMs) && globMatches(parts, agent)) return entry;
     }
     return null;
   }
@@ -133,13 +138,15 @@ class TenantList {
 
 export class AccessListIndex {
   private readonly byId = new Map<string, ListEntry>();
+  /** Tenant, list, kind and value to the id of the entry that holds them. */
+  private readonly byIdentity = new Map<string, string>();
   private readonly lists = new Map<string, TenantList>();
   /** Changes heard while a reload reads, replayed over what it read. */
   private heard: ListEntryChange[] = [];
   private reading = 0;
 
-  readonly deny: RequestScreen = { screen: (request) => this.screen("DENY", request) };
-  readonly allow: RequestScreen = { screen: (request) => this.screen("ALLOW", request) };
+  readonly deny: RequestScreen = { screen: (request, nowMs) => this.screen("DENY", request, nowMs) };
+  readonly allow: RequestScreen = { screen: (request, nowMs) => this.screen("ALLOW", request, nowMs) };
 
   get size(): number {
     return this.byId.size;
@@ -155,6 +162,7 @@ export class AccessListIndex {
     try {
       const entries = await read();
       this.byId.clear();
+      this.byIdentity.clear();
       this.lists.clear();
       for (const entry of entries) this.add(entry);
       for (const change of this.heard) this.applyOnly(change);
@@ -174,9 +182,13 @@ export class AccessListIndex {
     else this.remove(entry.id);
   }
 
+  /** Adds the entry, replacing one of the same identifier (an expired entry the database replaced). */
   private add(entry: ListEntry): void {
     if (this.byId.has(entry.id)) return;
+    const replaced = this.byIdentity.get(listEntryIdentity(entry));
+    if (replaced !== undefined) this.remove(replaced);
     this.byId.set(entry.id, entry);
+    this.byIdentity.set(listEntryIdentity(entry), entry.id);
     const name = listName(entry.tenantId, entry.list);
     let list = this.lists.get(name);
     if (list === undefined) this.lists.set(name, (list = new TenantList()));
@@ -187,17 +199,19 @@ export class AccessListIndex {
     const entry = this.byId.get(id);
     if (entry === undefined) return;
     this.byId.delete(id);
+    this.byIdentity.delete(listEntryIdentity(entry));
     const name = listName(entry.tenantId, entry.list);
     const list = this.lists.get(name)!;
     list.remove(entry);
     if (list.size === 0) this.lists.delete(name);
   }
 
-  private screen(list: AccessList, request: CheckRequest): Screening | null {
+  private screen(list: AccessList, request: CheckRequest, nowMs: number): Screening | null {
     if (this.byId.size === 0) return null;
-    const entry = this.lists.get(listName(request.tenantId, list))?.find(request) ?? this.lists.get(listName(ALL_TENANTS, list))?.find(request) ?? null;
+    const entry =
+      this.lists.get(listName(request.tenantId, list))?.find(request, nowMs) ?? this.lists.get(listName(ALL_TENANTS, list))?.find(request, nowMs) ?? null;
     if (entry === null) return null;
-    return { admit: list === "ALLOW", reason: { code: list === "ALLOW" ? "ALLOW_LISTED" : "DENY_LISTED", message: describeEntry(entry), until: null } };
+    return { admit: list === "ALLOW", reason: { code: list === "ALLOW" ? "ALLOW_LISTED" : "DENY_LISTED", message: describeEntry(entry), until: entry.expiresAt } };
   }
 }
 

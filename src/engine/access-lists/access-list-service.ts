@@ -24,7 +24,7 @@ export class AccessListService {
 
   async add(principal: Principal, input: ListEntryInput, field = "input"): Promise<ListEntry> {
     if (typeof input.tenantId === "string") authorize(principal, "writeRules", input.tenantId);
-    const spec = validateListEntry(input, field);
+    const spec = validateListEntry(input, new Date(this.clock.now()), field);
     authorize(principal, "writeRules", spec.tenantId);
     const entry = await this.repository.add(randomUUID(), spec, principal.keyId);
     await this.publish("ADDED", entry, principal);

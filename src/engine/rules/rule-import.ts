@@ -14,7 +14,7 @@
  * the file does not name are left alone, as rules are.
  */
 
-import { validateListEntry, type ListEntry, type ListEntrySpec } from "../../domain/access-list.js";
+import { listEntryIdentity, validateListEntry, type ListEntry, type ListEntrySpec } from "../../domain/access-list.js";
 import { ValidationError } from "../../domain/errors.js";
 import { overrideIdentity, validateOverride, type Override, type OverrideSpec } from "../../domain/override.js";
 import type { RuleWrite } from "../../domain/ports.js";
@@ -99,18 +99,18 @@ export function planImport(
     else if (sameSpec(spec, specOf(current))) rules.push({ ...planned, outcome: overridesChange ? "updated" : "unchanged", write: null });
     else rules.push({ ...planned, outcome: "updated", write: { kind: "update", id: current.id, spec, version: current.version } });
   }
-  return { entries: file.size, rules, lists: planLists(file, storedEntries, problems), problems };
+  return { entries: file.size, rules, lists: planLists(file, storedEntries, now, problems), problems };
 }
 
 /** The file's `lists` against the stored entries; each problem is added to `problems`. */
-function planLists(file: RulesFile, stored: readonly ListEntry[], problems: ImportProblem[]): ImportPlan["lists"] {
+function planLists(file: RulesFile, stored: readonly ListEntry[], now: Date, problems: ImportProblem[]): ImportPlan["lists"] {
   const listed = new Set(stored.map(listEntryIdentity));
   const seen = new Map<string, { index: number; line: number }>();
   const plan: ImportPlan["lists"] = { add: [], unchanged: [] };
   for (const { index, position, input } of file.lists) {
     let spec: ListEntrySpec;
     try {
-      spec = validateListEntry(input, `lists[${index}]`);
+      spec = validateListEntry(input, now, `lists[${index}]`);
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       problems.push({ ...lineAndColumn(file.positionOf(error.field)), field: error.field, message: error.message });
@@ -127,11 +127,6 @@ function planLists(file: RulesFile, stored: readonly ListEntry[], problems: Impo
     (listed.has(id) ? plan.unchanged : plan.add).push(spec);
   }
   return plan;
-}
-
-/** Tenant ids and canonical values hold no control characters, so the parts cannot run into each other. */
-function listEntryIdentity(entry: ListEntrySpec): string {
-  return `${entry.tenantId}\n${entry.list}\n${entry.kind}\n${entry.value}`;
 }
 
 /** The entry's overrides against the rule's stored ones: what to set (new or changed) and what to delete; null when the entry has none. */

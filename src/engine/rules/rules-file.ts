@@ -13,7 +13,7 @@
  *       windowUnit: MINUTES
  *
  * and, optionally, `lists`: access list entries with exactly the fields of
- * addListEntry's input (tenantId, list, kind, value, note):
+ * addListEntry's input (tenantId, list, kind, value, note, expiresAt):
  *
  *   lists:
  *     - tenantId: acme
@@ -60,7 +60,7 @@ const FLOW_LISTS = new Set(["scope", "attributeKeys", "values"]);
 export const OVERRIDE_FILE_FIELDS = ["dimension", "attributeKey", "match", "identifier", "limit", "burst", "window", "windowUnit", "expiresAt", "note"] as const;
 
 /** The fields of an access list entry in `lists` (addListEntry's input), in the order an export writes them. */
-export const LIST_ENTRY_FILE_FIELDS = ["tenantId", "list", "kind", "value", "note"] as const;
+export const LIST_ENTRY_FILE_FIELDS = ["tenantId", "list", "kind", "value", "note", "expiresAt"] as const;
 
 /** Written even when equal to a default: what a reader needs to recognise a rule. */
 const ALWAYS_WRITTEN = new Set<keyof RuleSpec>(["tenantId", "name", "limit", "window"]);
@@ -302,7 +302,10 @@ function overrideFileFields(override: Override): Record<string, unknown> {
 
 function listEntryFileFields(entry: ListEntry): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
-  for (const field of LIST_ENTRY_FILE_FIELDS) if (entry[field] !== null) fields[field] = entry[field];
+  for (const field of LIST_ENTRY_FILE_FIELDS) {
+    const value = field === "expiresAt" ? (entry.expiresAt?.toISOString() ?? null) : entry[field];
+    if (value !== null) fields[field] = value;
+  }
   return fields;
 }
 

@@ -12,7 +12,7 @@ import { AccessListIndex } from "../../../src/engine/access-lists/access-list-in
 
 let ids = 0;
 function entry(input: ListEntryInput): ListEntry {
-  return { ...validateListEntry({ tenantId: "acme", list: "DENY", ...input }), id: `e${++ids}`, createdAt: new Date(0), createdBy: "k1" };
+  return { ...validateListEntry({ tenantId: "acme", list: "DENY", ...input }, new Date(0)), id: `e${++ids}`, createdAt: new Date(0), createdBy: "k1" };
 }
 
 async function indexOf(...entries: ListEntry[]): Promise<AccessListIndex> {
@@ -90,6 +90,15 @@ describe("AccessListIndex", () => {
     expect(index.deny.screen(request({ userId: "eve" }), 0)).toBeNull();
   });
 
+  it("skips an expired entry where it is met, a live shorter block still answering, and says when a live one ends", async () => {
+    const until = new Date(10_000);
+    const index = await indexOf(entry({ kind: "IP", value: "10.1.0.0/16", expiresAt: new Date(5_000) }), entry({ kind: "IP", value: "10.0.0.0/8", expiresAt: until }));
+    const at = (nowMs: number) => index.deny.screen(request({ ip: "10.1.2.3" }), nowMs);
+    expect(at(4_999)?.reason.message).toContain("e");
+    expect(at(5_000)?.reason.until).toEqual(until);
+    expect(at(10_000)).toBeNull();
+  });
+
   it("applies additions and removals, and keeps those heard while a reload reads", async () => {
     const index = await indexOf();
     const first = entry({ kind: "USER", value: "u1" });
@@ -109,10 +118,10 @@ describe("AccessListIndex", () => {
 });
 
 describe("validateListEntry", () => {
-  const valueOf = (kind: string, value: string) => validateListEntry({ tenantId: "acme", list: "DENY", kind, value }).value;
+  const valueOf = (kind: string, value: string) => validateListEntry({ tenantId: "acme", list: "DENY", kind, value }, new Date(0)).value;
   const failure = (input: ListEntryInput) => {
     try {
-      validateListEntry({ tenantId: "acme", list: "DENY", kind: "IP", ...input });
+      validateListEntry({ tenantId: "acme", list: "DENY", kind: "IP", ...input }, new Date(1_000));
     } catch (error) {
       if (error instanceof ValidationError) return { field: error.field, message: error.message };
       throw error;
@@ -136,5 +145,6 @@ describe("validateListEntry", () => {
     expect(failure({ list: "MAYBE" }).field).toBe("input.list");
     expect(failure({ kind: "USER_AGENT", value: "**" }).field).toBe("input.value");
     expect(failure({ tenantId: "" }).field).toBe("input.tenantId");
+    expect(failure({ value: "10.0.0.0/8", expiresAt: new Date(1_000) })).toEqual({ field: "input.expiresAt", message: "input.expiresAt must be in the future (got 1970-01-01T00:00:01.000Z)" });
   });
 });

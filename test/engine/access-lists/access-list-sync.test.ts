@@ -13,7 +13,7 @@ import { AccessListIndex } from "../../../src/engine/access-lists/access-list-in
 import { AccessListSync } from "../../../src/engine/access-lists/access-list-sync.js";
 import { InProcessEventBus } from "../../../src/store/memory/in-process-event-bus.js";
 
-const stored: ListEntry = { ...validateListEntry({ tenantId: "acme", list: "DENY", kind: "USER", value: "mallory" }), id: "e1", createdAt: new Date(0), createdBy: "k1" };
+const stored: ListEntry = { ...validateListEntry({ tenantId: "acme", list: "DENY", kind: "USER", value: "mallory" }, new Date(0)), id: "e1", createdAt: new Date(0), createdBy: "k1" };
 const later: ListEntry = { ...stored, id: "e2", value: "trudy" };
 
 function repositoryOf(list: () => Promise<ListEntry[]>): AccessListRepository {

@@ -184,7 +184,7 @@ rules:
 });
 
 describe("a rules file's lists", () => {
-  const entry = (fields: Partial<ListEntry> & Pick<ListEntry, "tenantId" | "list" | "kind" | "value">): ListEntry => ({ id: `e-${++ids}`, note: null, createdAt: new Date(0), createdBy: "k1", ...fields });
+  const entry = (fields: Partial<ListEntry> & Pick<ListEntry, "tenantId" | "list" | "kind" | "value">): ListEntry => ({ id: `e-${++ids}`, note: null, expiresAt: null, createdAt: new Date(0), createdBy: "k1", ...fields });
   const stored = [
     entry({ tenantId: "acme", list: "DENY", kind: "IP", value: "10.0.0.0/8", note: "abuse" }),
     entry({ tenantId: "*", list: "ALLOW", kind: "USER_AGENT", value: "*uptime-monitor*" }),
@@ -223,7 +223,7 @@ lists:
   it("adds what the lists do not hold yet, canonical, and leaves the rest alone", () => {
     const plan = planImport("rules: []\nlists:\n  - {tenantId: acme, list: DENY, kind: IP, value: '10.0.0.0/8'}\n  - {tenantId: acme, list: DENY, kind: IP, value: '2001:DB8::/32'}\n", [], newId, new Map(), new Date(), stored);
     expect(plan.problems).toEqual([]);
-    expect(plan.lists.add).toEqual([{ tenantId: "acme", list: "DENY", kind: "IP", value: "2001:db8::/32", note: null }]);
+    expect(plan.lists.add).toEqual([{ tenantId: "acme", list: "DENY", kind: "IP", value: "2001:db8::/32", note: null, expiresAt: null }]);
     expect(plan.lists.unchanged).toHaveLength(1);
   });
 
@@ -243,7 +243,7 @@ lists:
 `),
     ).toEqual([
       // The file's shape first, then what the entries hold.
-      "8:56 lists[2].reason: lists[2].reason is not an access list entry field; the fields are tenantId, list, kind, value, note",
+      "8:56 lists[2].reason: lists[2].reason is not an access list entry field; the fields are tenantId, list, kind, value, note, expiresAt",
       "11:5 lists[5]: lists[5] must be a mapping of access list entry fields",
       "6:12 lists[0].value: lists[0].value has address bits set past its /8: give the block's network address",
       '7:40 lists[1].kind: lists[1].kind must be one of IP, USER, API_KEY, USER_AGENT (got "HOST")',
