@@ -432,7 +432,13 @@ async function importRulesFile(rules: RuleService, path: string, logger: Logger)
         const problems = report.invalid.map((problem) => `  ${describeProblem(path, problem)}`).join("\n");
         throw new SettingsError(`RULES_FILE ${path} is invalid, so none of it was applied:\n${problems}`);
       }
-      const counts = { created: report.created.length, updated: report.updated.length, unchanged: report.unchanged.length };
+      const counts = {
+        created: report.created.length,
+        updated: report.updated.length,
+        unchanged: report.unchanged.length,
+        listEntriesAdded: report.listEntriesAdded,
+        listEntriesUnchanged: report.listEntriesUnchanged,
+      };
       logger.info({ file: path, ...counts }, "RULES_FILE applied");
       return;
     } catch (error) {
