@@ -6,14 +6,21 @@
  * every call with UnavailableError. Expired entries are read by nobody; an
  * addition of an identifier whose entry has expired removes that entry first
  * (a removal in the history, by the same API key).
+ *
+ * The per-tenant cap is exact across instances, as the rule quota is
+ * (prisma-rule-repository.ts): an addition takes its tenant's advisory lock
+ * for the transaction, then counts.
  */
 
-import { ConflictError } from "../domain/errors.js";
+import { ConflictError, ValidationError } from "../domain/errors.js";
 import type { AccessList, ListEntry, ListEntryChange, ListEntryChangeKind, ListEntrySpec } from "../domain/access-list.js";
-import type { AccessListRepository } from "../domain/ports.js";
+import type { AccessListRepository, ListQuota } from "../domain/ports.js";
 import type { Prisma, AccessListChange as ChangeRow, AccessListEntry as EntryRow, PrismaClient } from "./generated/client.js";
 import { isPrismaError } from "./prisma-rule-repository.js";
 import { unavailable } from "./unavailable.js";
+
+/** The first key of the tenants' list locks (pg_advisory_xact_lock(int, int)), "Lst" in ASCII: apart from the rule quota's. */
+const LIST_LOCKS = 0x4c7374;
 
 export class PrismaAccessListRepository implements AccessListRepository {
   constructor(
@@ -35,10 +42,14 @@ export class PrismaAccessListRepository implements AccessListRepository {
     return row === null ? null : toEntry(row);
   }
 
-  async add(id: string, spec: ListEntrySpec, actor: string): Promise<ListEntry> {
+  async add(id: string, spec: ListEntrySpec, actor: string, quota: ListQuota): Promise<ListEntry> {
     const at = this.now();
     try {
       return await this.prisma.$transaction(async (tx) => {
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LIST_LOCKS}::int, hashtext(${spec.tenantId}::text))`;
+        if ((await tx.accessListEntry.count({ where: { tenantId: spec.tenantId } })) >= quota.maxPerTenant) {
+          throw new ValidationError(quota.field, `${JSON.stringify(spec.tenantId)} already holds ${quota.maxPerTenant} access list entries, the most a tenant may have: remove some first`);
+        }
         const identity = { tenantId: spec.tenantId, list: spec.list, kind: spec.kind, value: spec.value };
         const expired = await tx.accessListEntry.findFirst({ where: { ...identity, expiresAt: { lte: at } } });
         if (expired !== null) {

@@ -172,6 +172,12 @@ export interface RuleRepository {
   close(): Promise<void>;
 }
 
+/** The most entries a tenant may hold, and the argument a refusal names (the tenantId that asked). */
+export interface ListQuota {
+  maxPerTenant: number;
+  field: string;
+}
+
 /**
  * Access list entries and their history (domain/access-list.ts). Every
  * addition and removal records its change in the same transaction.
@@ -182,8 +188,12 @@ export interface AccessListRepository {
   /** One tenant's entries of one list (both lists for null), oldest first. */
   listOf(tenantId: string, list: AccessList | null): Promise<ListEntry[]>;
   get(id: string): Promise<ListEntry | null>;
-  /** Fails with ConflictError when the list already holds the value (of that kind). */
-  add(id: string, spec: ListEntrySpec, actor: string): Promise<ListEntry>;
+  /**
+   * Fails with ConflictError when the list already holds the value (of that
+   * kind), and with ValidationError on the quota's field when the tenant
+   * already holds its most entries (exact however many instances add at once).
+   */
+  add(id: string, spec: ListEntrySpec, actor: string, quota: ListQuota): Promise<ListEntry>;
   /** Removes the entry; returns it as it was, or null when it did not exist. */
   remove(id: string, actor: string): Promise<ListEntry | null>;
   /** A tenant's additions and removals, oldest first. */

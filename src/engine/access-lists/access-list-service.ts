@@ -14,19 +14,21 @@ import { authorize, may, scopeTenant, type Principal } from "../../domain/access
 import { validateListEntry, type AccessList, type ListEntry, type ListEntryChange, type ListEntryChangeKind, type ListEntryInput } from "../../domain/access-list.js";
 import { NotFoundError } from "../../domain/errors.js";
 import type { AccessListRepository, Clock, EventBus } from "../../domain/ports.js";
+import { MAX_LIST_ENTRIES_PER_TENANT } from "../../domain/service-limits.js";
 
 export class AccessListService {
   constructor(
     private readonly repository: AccessListRepository,
     private readonly events: EventBus,
     private readonly clock: Clock,
+    private readonly maxPerTenant = MAX_LIST_ENTRIES_PER_TENANT,
   ) {}
 
   async add(principal: Principal, input: ListEntryInput, field = "input"): Promise<ListEntry> {
     if (typeof input.tenantId === "string") authorize(principal, "writeRules", input.tenantId);
     const spec = validateListEntry(input, new Date(this.clock.now()), field);
     authorize(principal, "writeRules", spec.tenantId);
-    const entry = await this.repository.add(randomUUID(), spec, principal.keyId);
+    const entry = await this.repository.add(randomUUID(), spec, principal.keyId, { maxPerTenant: this.maxPerTenant, field: `${field}.tenantId` });
     await this.publish("ADDED", entry, principal);
     return entry;
   }
