@@ -21,7 +21,8 @@ export class AccessListService {
     private readonly repository: AccessListRepository,
     private readonly events: EventBus,
     private readonly clock: Clock,
-    private readonly maxPerTenant = MAX_LIST_ENTRIES_PER_TENANT,
+    /** The most entries a tenant may hold (MAX_LIST_ENTRIES_PER_TENANT). */
+    readonly maxPerTenant = MAX_LIST_ENTRIES_PER_TENANT,
   ) {}
 
   async add(principal: Principal, input: ListEntryInput, field = "input"): Promise<ListEntry> {

@@ -146,6 +146,15 @@ export class RuleService {
     }
     for (const { tenantId } of [...plan.rules, ...plan.lists.add, ...plan.lists.unchanged]) authorize(principal, "writeRules", tenantId);
     if (this.lists === null && plan.lists.add.length + plan.lists.unchanged.length > 0) throw new ValidationError("yaml", "holds lists, which this service does not keep");
+    if (this.lists !== null && plan.problems.length === 0) {
+      // As for rules: what the tenants would hold, as last read; the repository counts again, exactly, as it writes.
+      for (const [tenantId, added] of countByTenant(plan.lists.add)) {
+        const wouldHave = entries.filter((entry) => entry.tenantId === tenantId).length + added;
+        if (wouldHave > this.lists.maxPerTenant) {
+          throw new ValidationError("yaml", `would take tenant ${JSON.stringify(tenantId)} to ${wouldHave} access list entries, more than the ${this.lists.maxPerTenant} a tenant may have`);
+        }
+      }
+    }
     const writes = plan.rules.flatMap((planned) => (planned.write === null ? [] : [planned.write]));
     if (plan.problems.length === 0) {
       // What the tenants would have, as last read: a dry run says so too. The repository counts again, exactly, as it writes.
@@ -303,6 +312,12 @@ export class RuleService {
     };
     await this.events.publish("ruleChange", change);
   }
+}
+
+function countByTenant(items: readonly { tenantId: string }[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const { tenantId } of items) counts.set(tenantId, (counts.get(tenantId) ?? 0) + 1);
+  return counts;
 }
 
 function byRule(overrides: readonly Override[]): Map<string, Override[]> {
