@@ -47,14 +47,15 @@ export class PrismaAccessListRepository implements AccessListRepository {
     try {
       return await this.prisma.$transaction(async (tx) => {
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LIST_LOCKS}::int, hashtext(${spec.tenantId}::text))`;
-        if ((await tx.accessListEntry.count({ where: { tenantId: spec.tenantId } })) >= quota.maxPerTenant) {
-          throw new ValidationError(quota.field, `${JSON.stringify(spec.tenantId)} already holds ${quota.maxPerTenant} access list entries, the most a tenant may have: remove some first`);
-        }
         const identity = { tenantId: spec.tenantId, list: spec.list, kind: spec.kind, value: spec.value };
         const expired = await tx.accessListEntry.findFirst({ where: { ...identity, expiresAt: { lte: at } } });
         if (expired !== null) {
           await tx.accessListEntry.delete({ where: { id: expired.id } });
           await record(tx, "REMOVED", toEntry(expired), actor, at);
+        }
+        // Counted once the expired entry it replaces is gone: replacing one never meets the cap.
+        if ((await tx.accessListEntry.count({ where: { tenantId: spec.tenantId } })) >= quota.maxPerTenant) {
+          throw new ValidationError(quota.field, `${JSON.stringify(spec.tenantId)} already holds ${quota.maxPerTenant} access list entries, the most a tenant may have: remove some first`);
         }
         const entry = toEntry(await tx.accessListEntry.create({ data: { id, ...spec, createdAt: at, createdBy: actor } }));
         await record(tx, "ADDED", entry, actor, at);

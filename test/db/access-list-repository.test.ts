@@ -88,6 +88,11 @@ function repositoryCases(target: () => Promise<DatabaseTarget>): void {
     expect(refused).toMatchObject({ field: "lists[4].tenantId", message: 'lists[4].tenantId "acme" already holds 2 access list entries, the most a tenant may have: remove some first' });
     await repo.add("e4", spec({ tenantId: "other" }), "k1", quota);
     expect(await repo.list()).toHaveLength(3);
+    // At the cap, an expired entry is still replaced by a new one of its identifier.
+    await repo.add("x1", spec({ tenantId: "full", value: "10.0.0.0/8", expiresAt: new Date(T0 + 1) }), "k1", quota);
+    await repo.add("x2", spec({ tenantId: "full", value: "11.0.0.0/8" }), "k1", quota);
+    clock.advance(1);
+    expect(await repo.add("x3", spec({ tenantId: "full", value: "10.0.0.0/8" }), "k1", quota)).toMatchObject({ id: "x3" });
   });
 }
 
