@@ -13,6 +13,7 @@ import { SettingsError, type RegionSettings, type Settings } from "./config/sett
 import type { Cluster, Redis } from "ioredis";
 import { ApiKeySnapshotFile } from "./db/api-key-snapshot-file.js";
 import { openDatabase, type Database } from "./db/database.js";
+import { PrismaAccessListRepository } from "./db/prisma-access-list-repository.js";
 import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
@@ -20,6 +21,9 @@ import { ConflictError, ValidationError } from "./domain/errors.js";
 import { systemClock, type Clock, type CounterStore, type EventBus } from "./domain/ports.js";
 import { MAX_BATCH } from "./domain/service-limits.js";
 import { ApiKeyService, BOOTSTRAP } from "./engine/access/api-key-service.js";
+import { AccessListIndex } from "./engine/access-lists/access-list-index.js";
+import { AccessListService } from "./engine/access-lists/access-list-service.js";
+import { AccessListSync } from "./engine/access-lists/access-list-sync.js";
 import { CoalescingEventBus } from "./store/coalescing-event-bus.js";
 import { KnownApiKeys } from "./engine/access/known-api-keys.js";
 import { Limiter } from "./engine/decision/limiter.js";
@@ -96,6 +100,10 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     closers.add(() => sync.close());
     await sync.start();
     logger.info({ rules: book.size, source: sync.source }, "rules loaded");
+    const lists = new AccessListIndex();
+    const listSync = new AccessListSync({ repository: core.listRepository, index: lists, events: core.events, reloadIntervalMs: settings.ruleReloadIntervalMs, log: logger });
+    closers.add(() => listSync.close());
+    await listSync.start();
     if (settings.rulesFile !== null) await importRulesFile(core.rules, settings.rulesFile, logger);
 
     const keyRepository = new PrismaApiKeyRepository(core.database.prisma);
@@ -134,9 +142,12 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
         instances: recorder ? await usage.instancesSince(3 * settings.usageFlushMs).catch(() => null) : null,
       };
     };
+    // Asked in this order before any rule (domain/screening.ts): a deny list entry, then a ban, then an allow list entry.
+    const screens = [lists.deny, lists.allow];
     const services = {
       rules: core.rules,
-      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit, usage: recorder }),
+      accessLists: core.accessLists,
+      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit, usage: recorder, screens }),
       keys,
       mutations: new MutationLimiter(core.counters, core.clock, settings.adminMutationsPerMinute),
       events: core.events,
@@ -278,8 +289,10 @@ async function openCore(settings: Settings, { logger, clock, closers, book, tele
   closers.add(() => events.close());
 
   const repository = new PrismaRuleRepository(database.prisma);
-  const rules = new RuleService(repository, book, counters, events, clock, settings.ruleLimits);
-  return { database, counters, resilient, leasing, regional, redis, events, repository, rules, clock };
+  const listRepository = new PrismaAccessListRepository(database.prisma);
+  const accessLists = new AccessListService(listRepository, events, clock);
+  const rules = new RuleService(repository, book, counters, events, clock, settings.ruleLimits, accessLists);
+  return { database, counters, resilient, leasing, regional, redis, events, repository, rules, listRepository, accessLists, clock };
 }
 
 async function migrate(database: Database, logger: Logger): Promise<void> {
@@ -419,7 +432,13 @@ async function importRulesFile(rules: RuleService, path: string, logger: Logger)
         const problems = report.invalid.map((problem) => `  ${describeProblem(path, problem)}`).join("\n");
         throw new SettingsError(`RULES_FILE ${path} is invalid, so none of it was applied:\n${problems}`);
       }
-      const counts = { created: report.created.length, updated: report.updated.length, unchanged: report.unchanged.length };
+      const counts = {
+        created: report.created.length,
+        updated: report.updated.length,
+        unchanged: report.unchanged.length,
+        listEntriesAdded: report.listEntriesAdded,
+        listEntriesUnchanged: report.listEntriesUnchanged,
+      };
       logger.info({ file: path, ...counts }, "RULES_FILE applied");
       return;
     } catch (error) {

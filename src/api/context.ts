@@ -7,6 +7,7 @@ import type { EventBus } from "../domain/ports.js";
 import type { CheckRequest } from "../domain/request.js";
 import { MAX_BATCH } from "../domain/service-limits.js";
 import type { ApiKeyService } from "../engine/access/api-key-service.js";
+import type { AccessListService } from "../engine/access-lists/access-list-service.js";
 import type { Limiter } from "../engine/decision/limiter.js";
 import type { MutationLimiter } from "../engine/access/mutation-limiter.js";
 import type { RuleService } from "../engine/rules/rule-service.js";
@@ -15,6 +16,7 @@ import type { Health } from "../domain/health.js";
 
 export interface Services {
   rules: RuleService;
+  accessLists: AccessListService;
   limiter: Limiter;
   keys: ApiKeyService;
   mutations: MutationLimiter;

@@ -116,6 +116,8 @@ export class LocalLimiter {
       nearLimit: allowed && enforcing.some(({ result }) => result.nearLimit),
       results,
       headers: retryAfterHeaders(retryAfter),
+      // Access lists and bans live in Floodgate: the client's own decisions know none.
+      reason: null,
     };
   }
 

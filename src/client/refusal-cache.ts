@@ -5,7 +5,9 @@
  * attributes, at that cost or more) is refused here until the Retry-After Floodgate gave,
  * counted from when the check was sent. Only an enforcing refusal counted
  * against Floodgate's counters is remembered: never an admission, a degraded
- * (failure-mode) answer, or anything the client decided itself.
+ * (failure-mode) answer, a screened one (a deny list entry or a ban: removing
+ * an entry or lifting a ban is not pushed as an invalidation), or anything
+ * the client decided itself.
  *
  * Why it stays true: a refused bucket only drains with time, and other
  * requests only add to it; only two things can make it admit sooner, a change
@@ -73,7 +75,7 @@ export class RefusalCache {
 
   /** Learns from Floodgate's answer to a check sent at `mark` (see mark()). */
   learn(request: CheckLimitsInput, decision: FloodgateDecision, sentAtMs: number, mark: number): void {
-    if (decision.allowed || decision.degraded || decision.retryAfter === null) return;
+    if (decision.allowed || decision.degraded || decision.reason !== null || decision.retryAfter === null) return;
     if (!this.live || mark !== this.invalidations) return;
     this.entries.set(keyOf(request), { decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfter * 1000 });
   }

@@ -360,6 +360,6 @@ function uniqueNameConflict(error: unknown, spec: RuleSpec): ConflictError | nul
   return new ConflictError(`input.name: tenant ${JSON.stringify(spec.tenantId)} already has a rule named ${JSON.stringify(spec.name)}`);
 }
 
-function isPrismaError(error: unknown, code: string): boolean {
+export function isPrismaError(error: unknown, code: string): boolean {
   return typeof error === "object" && error !== null && (error as { code?: unknown }).code === code;
 }

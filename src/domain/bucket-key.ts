@@ -42,7 +42,7 @@ const VALUES: Record<Dimension, ValueOf> = {
   TENANT: (r) => r.tenantId,
   USER: (r) => r.userId,
   IP: (r) => r.ip,
-  API_KEY: (r) => (r.apiKey === null ? null : digest(r.apiKey)),
+  API_KEY: (r) => (r.apiKey === null ? null : secretDigest(r.apiKey)),
   CLIENT: (r) => (r.ip === null && r.userAgent === null && r.apiKey === null && r.cookie === null ? null : clientFingerprint(r)),
   ENDPOINT: (r) => (r.resource === null ? null : `${r.method ?? "ANY"} ${r.resource}`),
 };
@@ -101,7 +101,8 @@ export function clientFingerprint(request: Pick<CheckRequest, "ip" | "userAgent"
   return hash.digest("base64url").slice(0, 22);
 }
 
-function digest(secret: string): string {
+/** An API key as bucket keys and access lists hold it: never the secret itself. */
+export function secretDigest(secret: string): string {
   return createHash("sha256").update(secret).digest("base64url").slice(0, 22);
 }
 

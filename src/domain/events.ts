@@ -1,3 +1,4 @@
+import type { ListEntryChange } from "./access-list.js";
 import type { Override } from "./override.js";
 import type { Action, Rule } from "./rule.js";
 
@@ -87,12 +88,14 @@ export interface RuleChange {
  * instance's rule book current), bucket resets (so that no instance keeps
  * refusing a bucket from memory once it is reset), key revocations (so that
  * no instance keeps accepting a revoked key from memory, or keeps its sockets
- * open), throttle and near-limit events (for dashboards).
+ * open), access list changes (to keep every instance's access list index
+ * current), throttle and near-limit events (for dashboards).
  */
 export interface EventMap {
   ruleChange: RuleChange;
   bucketReset: BucketReset;
   keyRevocation: KeyRevocation;
+  accessListChange: ListEntryChange;
   throttle: ThrottleEvent;
   nearLimit: NearLimitEvent;
 }

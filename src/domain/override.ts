@@ -153,7 +153,7 @@ function overrideIdentifier(value: unknown, match: OverrideMatch, target: Overri
 }
 
 /** A block by its network address, canonical: "10.0.0.0/8", never "10.1.2.3/8", so that one block is one override. */
-function cidrBlock(raw: string, field: string): string {
+export function cidrBlock(raw: string, field: string): string {
   const slash = raw.indexOf("/");
   if (slash === -1) throw new ValidationError(field, 'must be a CIDR block such as "10.0.0.0/8"');
   const address = ipAddress(raw.slice(0, slash), field)!;
@@ -166,7 +166,7 @@ function cidrBlock(raw: string, field: string): string {
   return `${address}/${prefix}`;
 }
 
-function expiry(value: unknown, now: Date, field: string): Date | null {
+export function expiry(value: unknown, now: Date, field: string): Date | null {
   if (value === null || value === undefined) return null;
   const at = value instanceof Date ? value : typeof value === "string" ? new Date(value) : null;
   if (at === null || Number.isNaN(at.getTime())) throw new ValidationError(field, "must be a date and time (ISO 8601)");

@@ -4,6 +4,7 @@
  */
 
 import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
+import type { AccessList, ListEntry, ListEntryChange, ListEntrySpec } from "./access-list.js";
 import type { Principal, Role } from "./access.js";
 import type { EventListener, EventMap, EventTopic } from "./events.js";
 import type { ChangeOrigin, RuleRevision } from "./revision.js";
@@ -169,6 +170,34 @@ export interface RuleRepository {
   /** Up to `first` overrides of the rule, by id, after the id `after`. */
   pageOverrides(ruleId: string, first: number, after: string | null): Promise<Override[]>;
   close(): Promise<void>;
+}
+
+/** The most entries a tenant may hold, and the argument a refusal names (the tenantId that asked). */
+export interface ListQuota {
+  maxPerTenant: number;
+  field: string;
+}
+
+/**
+ * Access list entries and their history (domain/access-list.ts). Every
+ * addition and removal records its change in the same transaction.
+ */
+export interface AccessListRepository {
+  /** Every entry of every tenant: what each instance screens with. */
+  list(): Promise<ListEntry[]>;
+  /** One tenant's entries of one list (both lists for null), oldest first. */
+  listOf(tenantId: string, list: AccessList | null): Promise<ListEntry[]>;
+  get(id: string): Promise<ListEntry | null>;
+  /**
+   * Fails with ConflictError when the list already holds the value (of that
+   * kind), and with ValidationError on the quota's field when the tenant
+   * already holds its most entries (exact however many instances add at once).
+   */
+  add(id: string, spec: ListEntrySpec, actor: string, quota: ListQuota): Promise<ListEntry>;
+  /** Removes the entry; returns it as it was, or null when it did not exist. */
+  remove(id: string, actor: string): Promise<ListEntry | null>;
+  /** A tenant's additions and removals, oldest first. */
+  history(tenantId: string): Promise<ListEntryChange[]>;
 }
 
 /** An override written or deleted, and its rule at the version that change took it to. */

@@ -125,3 +125,13 @@ export interface RuleLimits {
  * megabyte of YAML holds a thousand rules several times over.
  */
 export const DEFAULT_RULE_LIMITS: RuleLimits = { maxRulesPerTenant: 1000, maxImportRules: 1000, maxImportBytes: 1 << 20 };
+
+/**
+ * Access list entries one tenant (or "*") may hold, live or expired, both
+ * lists together: every instance keeps them all in memory, and a check
+ * tests a tenant's user-agent globs one by one (domain/access-list.ts), so a
+ * tenant's lists must not grow without end. Ten thousand holds a blocklist
+ * of abusive networks with room to spare; a larger feed belongs in the
+ * network in front of Floodgate.
+ */
+export const MAX_LIST_ENTRIES_PER_TENANT = 10_000;

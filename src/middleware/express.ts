@@ -4,7 +4,7 @@
  *   app.use(floodgate({ url, token, tenant: "acme", skip: ["/healthz"] }));
  *
  * Every checked response carries the decision's headers; a denial is answered
- * here (429, problem details); THROTTLE holds the request for its delay; a
+ * here (429, or 403 for a deny-listed request; problem details); THROTTLE holds the request for its delay; a
  * caller's fault the client reports (bad token, say) goes to next(error).
  * See gate.ts for how a request becomes a check.
  */

@@ -5,7 +5,7 @@
  *   await app.register(floodgatePlugin, { url, token, tenant: "acme", skip: ["/healthz"] });
  *
  * It checks in onRequest, before the body is read: the decision's headers go
- * on every checked reply; a denial is answered there (429, problem details);
+ * on every checked reply; a denial is answered there (429, or 403 for a deny-listed request; problem details);
  * THROTTLE holds the request for its delay. A client the plugin made is closed
  * with the server. See gate.ts for how a request becomes a check.
  */

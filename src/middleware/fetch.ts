@@ -1,6 +1,6 @@
 /**
  * floodgate/fetch: a Web-standard handler for Hono, Next.js middleware and
- * other fetch runtimes: `(Request) => Promise<Response | undefined>`, the 429
+ * other fetch runtimes: `(Request) => Promise<Response | undefined>`, the 429 (or 403)
  * response on a denial, undefined to go on (after THROTTLE's delay).
  *
  *   const limit = floodgate({ url, token, tenant: "acme" });

@@ -19,8 +19,11 @@
  * characters), so no header can make a check fail.
  *
  * The verdict: headers to set on the response either way; on denial a 429
- * with an RFC 9457 problem details body; THROTTLE's delay to wait before
- * going on; LOG_ONLY goes on. Paths on the skip list are not checked.
+ * with an RFC 9457 problem details body, or a 403 for a request on a deny
+ * list (reason DENY_LISTED: no Retry-After unless the entry expires; the
+ * body says "access denied" and nothing of the list, whose entry the
+ * decision's reason names for the server's own log); THROTTLE's delay to
+ * wait before going on; LOG_ONLY goes on. Paths on the skip list are not checked.
  */
 
 import { FloodgateClient, type FloodgateClientOptions, type FloodgateDecision, type HttpHeader } from "../client/index.js";
@@ -72,7 +75,7 @@ export type MiddlewareOptions<Req> = GateOptions<Req> & Partial<FloodgateClientO
 export type Verdict =
   | { kind: "skip" }
   | { kind: "pass"; decision: FloodgateDecision; headers: HttpHeader[]; delayMs: number }
-  | { kind: "deny"; decision: FloodgateDecision; status: 429; headers: HttpHeader[]; body: string };
+  | { kind: "deny"; decision: FloodgateDecision; status: 429 | 403; headers: HttpHeader[]; body: string };
 
 export interface Gate<Req> {
   readonly client: FloodgateClient;
@@ -120,6 +123,7 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
       if (skipped(request)) return SKIP;
       const decision = await client.check(checkOf(request));
       if (decision.allowed) return { kind: "pass", decision, headers: decision.headers, delayMs: decision.delayMs ?? 0 };
+      if (decision.reason?.code === "DENY_LISTED") return { kind: "deny", decision, status: 403, ...accessDenied(decision, problemType) };
       return { kind: "deny", decision, status: 429, ...problem(decision, problemType) };
     },
     close: () => (owned ? client.close() : Promise.resolve()),
@@ -145,6 +149,17 @@ function problem(decision: FloodgateDecision, type: string): { headers: HttpHead
   };
   const headers = decision.headers.some((h) => h.name === "Retry-After") ? decision.headers : [...decision.headers, { name: "Retry-After", value: String(retryAfter) }];
   return { headers: [...headers, { name: "Content-Type", value: "application/problem+json" }], body: JSON.stringify(body) };
+}
+
+/**
+ * The 403's headers and body for a deny-listed request: a problem details
+ * object saying only that access is denied, and the decision's headers (a
+ * Retry-After when the entry expires, nothing otherwise).
+ */
+function accessDenied(decision: FloodgateDecision, type: string): { headers: HttpHeader[]; body: string } {
+  const message = "Access denied.";
+  const body = { type, title: "Forbidden", status: 403, detail: message, error: { code: "ACCESS_DENIED", message } };
+  return { headers: [...decision.headers, { name: "Content-Type", value: "application/problem+json" }], body: JSON.stringify(body) };
 }
 
 function clientOptions<Req>(options: MiddlewareOptions<Req>): FloodgateClientOptions {

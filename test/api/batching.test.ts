@@ -192,8 +192,9 @@ describe("one round trip per operation (schema executed in-process)", () => {
       // Authentication and the admin limit belong to the HTTP server, which these in-process operations bypass.
       keys: {} as ApiKeyService,
       mutations: {} as MutationLimiter,
-      // Usage and health are read by queries these tests do not make.
+      // Usage, health and access lists are read by queries these tests do not make.
       usage: {} as UsageService,
+      accessLists: {} as Services["accessLists"],
       health: {} as Services["health"],
     };
     schema = await buildApiSchema(events);

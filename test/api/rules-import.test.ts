@@ -239,7 +239,7 @@ describe("the rules file given on start (RULES_FILE)", () => {
     await expect(start).rejects.toBeInstanceOf(SettingsError);
     await expect(start).rejects.toThrow(
       `RULES_FILE ${file} is invalid, so none of it was applied:\n` +
-        `  ${file}:1:1: laughs is not a field of a rules file: it holds only \`rules:\`\n` +
+        `  ${file}:1:1: laughs is not a field of a rules file: it holds only \`rules:\` and \`lists:\`\n` +
         `  ${file}:7:12: rules[0].scope cannot be read: Excessive alias count indicates a resource exhaustion attack`,
     );
   });

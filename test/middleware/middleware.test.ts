@@ -9,7 +9,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import type { FloodgateClient } from "floodgate/client";
-import type { CreateRuleInput } from "../generated/graphql.js";
+import { AddListEntryDocument, RemoveListEntryDocument, type CreateRuleInput } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, newTenant, realStorageAvailable, STORAGES } from "../support/api.js";
 import { startTestApp } from "../support/app.js";
 import { apiKey, patientClient } from "../support/floodgate-clients.js";
@@ -66,6 +66,24 @@ await describeOnEachStorage("middleware", (suite) => {
       });
       expect(rateHeaders(denied)).toMatchObject({ "x-ratelimit-limit": "2", "x-ratelimit-remaining": "0", "ratelimit-policy": expect.stringMatching(/^"limit";q=2;w=60;pk=:[A-Za-z0-9+/]+=*:$/) });
       expect(denied.headers.get("ratelimit")).toMatch(/^"limit";r=0;t=\d+;pk=:[A-Za-z0-9+/]+=*:$/);
+    });
+
+    it("answers 403 with a problem body naming nothing of the list for a deny-listed request, and serves it again once the entry is removed", async () => {
+      const { app, client, rule } = await limitedApp({ scope: ["IP"], limit: 100 });
+      const entry = (await suite.client.data(AddListEntryDocument, { input: { tenantId: rule.tenantId, list: "DENY", kind: "USER_AGENT", value: "*badbot*" } })).addListEntry;
+      const asBot = { headers: { "user-agent": "Mozilla/5.0 (compatible; BadBot/2.1)" } };
+      for (let i = 0; i < 2; i++) {
+        const denied = await fetch(`${app.url}/api/orders`, asBot);
+        expect(denied.status).toBe(403);
+        expect(denied.headers.get("content-type")).toMatch(/^application\/problem\+json(;|$)/);
+        expect(denied.headers.get("retry-after")).toBeNull();
+        expect(await denied.json()).toEqual({ type: "about:blank", title: "Forbidden", status: 403, detail: "Access denied.", error: { code: "ACCESS_DENIED", message: "Access denied." } });
+      }
+      expect((await fetch(`${app.url}/api/orders`)).status).toBe(200);
+      await suite.client.data(RemoveListEntryDocument, { id: entry.id });
+      // Not served from the client's refusal cache: a screened refusal is never remembered there.
+      expect((await fetch(`${app.url}/api/orders`, asBot)).status).toBe(200);
+      expect(client.stats().refusalCache?.entries ?? 0).toBe(0);
     });
 
     it("puts the decision's headers on allowed responses", async () => {

@@ -55,6 +55,7 @@ const EXAMPLE_INPUTS: Record<string, Record<string, unknown>> = {
   RuleCalendarInput: { period: "MONTH", timeZone: "Europe/Berlin" },
   // Its ruleId is the rule the cases name (set once that rule exists), which is keyed by USER.
   SetOverrideInput: { ruleId: "", dimension: "USER", identifier: "u1", limit: 1 },
+  AddListEntryInput: { tenantId: TENANT, list: "DENY", kind: "USER", value: "walked", note: "walked" },
 };
 
 interface Case {

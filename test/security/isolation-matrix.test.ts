@@ -21,6 +21,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { parse as parseYaml } from "yaml";
 import {
+  AddListEntryDocument,
   AdminSnapshotDocument,
   ApiKeysDocument,
   CheckLimitsBatchDocument,
@@ -36,10 +37,13 @@ import {
   ExportRulesDocument,
   ImportRulesDocument,
   InvalidationsDocument,
+  ListEntriesDocument,
+  ListEntryHistoryDocument,
   ListRulesDocument,
   NearLimitEventsDocument,
   OverridesDocument,
   PromoteRuleDocument,
+  RemoveListEntryDocument,
   ResetLimitDocument,
   RollbackRuleDocument,
   RuleHistoryDocument,
@@ -53,6 +57,7 @@ import {
   type AdminSnapshotQuery,
   type CheckLimitsInput,
   type CreateRuleInput,
+  type ListEntryFieldsFragment,
   type OverrideFieldsFragment,
   type RuleFieldsFragment,
 } from "../generated/graphql.js";
@@ -259,6 +264,30 @@ const MATRIX = {
   health: {
     omitted: /*                 */ row(ok, ok, ok, ok, U),
   },
+  // Access lists are read and changed as rules are: "*" lists read by every reader, changed by an ADMIN only.
+  listEntries: {
+    own: /*                     */ row(ok, ok, F, ok, U),
+    other: /*                   */ row(ok, F, F, F, U),
+    global: /*                  */ row(ok, ok, F, ok, U),
+    omitted: /*                 */ row(ok, ok, F, ok, U),
+  },
+  listEntryHistory: {
+    own: /*                     */ row(ok, ok, F, ok, U),
+    other: /*                   */ row(ok, F, F, F, U),
+    global: /*                  */ row(ok, ok, F, ok, U),
+    omitted: /*                 */ row(ok, ok, F, ok, U),
+  },
+  addListEntry: {
+    own: /*                     */ row(ok, ok, F, F, U),
+    other: /*                   */ row(ok, F, F, F, U),
+    global: /*                  */ row(ok, F, F, F, U),
+  },
+  removeListEntry: {
+    own: /*                     */ row(ok, ok, NF, F, U),
+    other: /*                   */ row(ok, NF, NF, NF, U),
+    global: /*                  */ row(ok, F, NF, F, U),
+    unknown: /*                 */ row(NF, NF, NF, NF, U),
+  },
 } satisfies Record<string, Partial<Record<Target, Record<Who, Outcome>>>>;
 
 type Operation = keyof typeof MATRIX;
@@ -299,10 +328,11 @@ function rootFieldsOfSchema(): string[] {
 
 type ApiKeyRow = AdminSnapshotQuery["apiKeys"][number];
 
-/** Everything a refused call must leave alone: rules and keys by id, bucket remaining by "ruleId key", the watched rules' overrides by id. */
+/** Everything a refused call must leave alone: rules, keys and access list entries by id, bucket remaining by "ruleId key", the watched rules' overrides by id. */
 interface Snapshot {
   rules: Record<string, RuleFieldsFragment>;
   keys: Record<string, ApiKeyRow>;
+  entries: Record<string, ListEntryFieldsFragment>;
   buckets: Record<string, number>;
   overrides: Record<string, OverrideFieldsFragment>;
 }
@@ -352,6 +382,8 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
   const sockets: Client[] = [];
   /** Rules made for one test only; deleted after it, so that every listing and export stays small. */
   const scratch = new Set<string>();
+  /** Access list entries made for one test only; removed after it. */
+  const scratchEntries = new Set<string>();
 
   beforeAll(async () => {
     t = await startTestApp(storage, { ADMIN_MUTATIONS_PER_MINUTE: "1000000" });
@@ -430,6 +462,14 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
     return expected;
   }
 
+  /** A fresh deny list entry of the tenant (a user nobody checks as), removed after the test. */
+  async function listEntryOf(tenantId: string): Promise<string> {
+    const value = `victim-${randomUUID().slice(0, 8)}`;
+    const { id } = (await admin.data(AddListEntryDocument, { input: { tenantId, list: "DENY", kind: "USER", value } })).addListEntry;
+    scratchEntries.add(id);
+    return id;
+  }
+
   async function victimKey(tenantId: string) {
     const role = tenantId === "*" ? "ADMIN" : "CHECKER";
     const { createApiKey } = await admin.data(CreateApiKeyDocument, { input: { tenantId, role, name: "victim" } });
@@ -480,6 +520,7 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
     return {
       rules: Object.fromEntries(data.rules.map((rule) => [rule.id, rule])),
       keys: Object.fromEntries(data.apiKeys.map((key) => [key.id, key])),
+      entries: Object.fromEntries(data.listEntries.map((entry) => [entry.id, entry])),
       buckets,
       overrides,
     };
@@ -766,6 +807,63 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
         },
       }),
 
+    listEntries: (cell) =>
+      runHttpCell(cell, {
+        prepare: () => listEntryOf(tenantOf(cell)),
+        send: (client) => client.request(ListEntriesDocument, cell.target === "omitted" ? {} : { tenantId: tenantOf(cell) }),
+        pick: (data) => data.listEntries,
+        allowed: (entries, id, before) => {
+          if (cell.target === "omitted" && cell.who === "ADMIN") {
+            expect(entries.map((e) => e.id)).toContain(id);
+          } else {
+            expect(new Set(entries.map((e) => e.tenantId))).toEqual(new Set([tenantOf(cell)]));
+            expect(entries.map((e) => e.id)).toContain(id);
+          }
+          return before;
+        },
+      }),
+
+    listEntryHistory: (cell) =>
+      runHttpCell(cell, {
+        prepare: () => listEntryOf(tenantOf(cell)),
+        send: (client) => client.request(ListEntryHistoryDocument, cell.target === "omitted" ? {} : { tenantId: tenantOf(cell) }),
+        pick: (data) => data.listEntryHistory,
+        allowed: (changes, id, before) => {
+          // No tenantId: the caller's own tenant, which for the bootstrap ADMIN is "*".
+          const tenantId = cell.target !== "omitted" ? tenantOf(cell) : cell.who === "ADMIN" ? "*" : T[cell.home];
+          for (const change of changes) expect(change.entry.tenantId).toBe(tenantId);
+          if (tenantId === tenantOf(cell)) expect(changes.map((c) => c.entry.id)).toContain(id);
+          return before;
+        },
+      }),
+
+    addListEntry: (cell) =>
+      runHttpCell(cell, {
+        prepare: async () => `victim-${randomUUID().slice(0, 8)}`,
+        send: (client, value) => client.request(AddListEntryDocument, { input: { tenantId: tenantOf(cell), list: "DENY", kind: "USER", value } }),
+        pick: (data) => data.addListEntry,
+        allowed: (entry, value, before) => {
+          expect(entry).toMatchObject({ tenantId: tenantOf(cell), list: "DENY", kind: "USER", value });
+          const expected = structuredClone(before);
+          expected.entries[entry.id] = entry;
+          scratchEntries.add(entry.id);
+          return expected;
+        },
+      }),
+
+    removeListEntry: (cell) =>
+      runHttpCell(cell, {
+        prepare: () => (cell.target === "unknown" ? Promise.resolve(randomUUID()) : listEntryOf(tenantOf(cell))),
+        send: (client, id) => client.request(RemoveListEntryDocument, { id }),
+        pick: (data) => data.removeListEntry,
+        allowed: (removed, id, before) => {
+          expect(removed).toBe(true);
+          const expected = structuredClone(before);
+          delete expected.entries[id];
+          return expected;
+        },
+      }),
+
     exportRules: (cell) =>
       runHttpCell(cell, {
         prepare: async () => undefined,
@@ -1046,6 +1144,9 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
         if (scratch.has(rule.id) || rule.resource?.startsWith("/victim/")) await admin.data(DeleteRuleDocument, { id: rule.id });
       }
       scratch.clear();
+      const { listEntries } = await admin.data(ListEntriesDocument, {});
+      for (const entry of listEntries) if (scratchEntries.has(entry.id)) await admin.data(RemoveListEntryDocument, { id: entry.id });
+      scratchEntries.clear();
     });
 
     it("has a row for every root field of schema.graphql, and none for a field it lacks", () => {

@@ -1,4 +1,5 @@
 import { registerEnumType } from "type-graphql";
+import { ACCESS_LISTS, LIST_ENTRY_CHANGE_KINDS, LIST_ENTRY_KINDS } from "../../domain/access-list.js";
 import { DECISION_SOURCES } from "../../domain/decision.js";
 import { INVALIDATION_KINDS, RULE_CHANGE_KINDS } from "../../domain/events.js";
 import { OVERRIDE_MATCHES } from "../../domain/override.js";
@@ -123,3 +124,29 @@ registerEnumType(OverrideMatchEnum, {
     CIDR: { description: 'For IP only: a block by its network address ("10.0.0.0/8"). The longest prefix wins.' },
   },
 });
+
+export const AccessListEnum = enumObject(ACCESS_LISTS);
+export const ListEntryKindEnum = enumObject(LIST_ENTRY_KINDS);
+export const ListEntryChangeKindEnum = enumObject(LIST_ENTRY_CHANGE_KINDS);
+
+registerEnumType(AccessListEnum, {
+  name: "AccessList",
+  description: "Which of a tenant's access lists: checked before any rule (docs/access-lists.md).",
+  valuesConfig: {
+    DENY: { description: "Always refused (reason DENY_LISTED), before bans and the allow list; no counter is touched." },
+    ALLOW: { description: "Always let through (reason ALLOW_LISTED) unless deny-listed or banned; no rule of the tenant counts it." },
+  },
+});
+
+registerEnumType(ListEntryKindEnum, {
+  name: "ListEntryKind",
+  description: "Which identifier of a request an access list entry names.",
+  valuesConfig: {
+    IP: { description: 'An address or a CIDR block, IPv4 or IPv6, by its network address ("10.0.0.0/8"); an IPv4-mapped IPv6 request address matches its IPv4 entry.' },
+    USER: { description: "A userId, exactly." },
+    API_KEY: { description: 'An apiKey, stored only as "sha256:<digest>" (give the key or that form).' },
+    USER_AGENT: { description: 'A userAgent glob ("*" any run of characters), matched without regard to case; stored in lower case.' },
+  },
+});
+
+registerEnumType(ListEntryChangeKindEnum, { name: "ListEntryChangeKind" });

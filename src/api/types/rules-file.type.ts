@@ -53,4 +53,10 @@ export class RuleImportReportType {
 
   @Field(() => [RuleImportProblemType], { description: "Every problem found, each with its line and field." })
   invalid!: RuleImportProblemType[];
+
+  @Field(() => Int, { description: "Entries of the file's `lists` added (for a dry run or an invalid file: to be added)." })
+  listEntriesAdded!: number;
+
+  @Field(() => Int, { description: "Entries of the file's `lists` their list already holds (left as they are)." })
+  listEntriesUnchanged!: number;
 }

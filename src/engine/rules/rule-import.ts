@@ -8,9 +8,13 @@
  * does not name are left alone. An entry with `overrides` makes them the
  * rule's overrides, each checked with setOverride's own checks against the
  * rule as the entry makes it (those it does not list are deleted); an entry
- * without leaves the rule's overrides alone.
+ * without leaves the rule's overrides alone. Each entry of `lists` is
+ * checked with addListEntry's own checks and added unless its list already
+ * holds it (identified by tenant, list, kind and canonical value); entries
+ * the file does not name are left alone, as rules are.
  */
 
+import { listEntryIdentity, validateListEntry, type ListEntry, type ListEntrySpec } from "../../domain/access-list.js";
 import { ValidationError } from "../../domain/errors.js";
 import { overrideIdentity, validateOverride, type Override, type OverrideSpec } from "../../domain/override.js";
 import type { RuleWrite } from "../../domain/ports.js";
@@ -45,6 +49,8 @@ export interface ImportPlan {
   /** How many entries the file's `rules` holds, valid or not. */
   entries: number;
   rules: PlannedRule[];
+  /** The file's access list entries: those to add, and how many are already listed. */
+  lists: { add: ListEntrySpec[]; unchanged: ListEntrySpec[] };
   problems: ImportProblem[];
 }
 
@@ -54,6 +60,7 @@ export function planImport(
   newId: () => string,
   storedOverrides: ReadonlyMap<string, readonly Override[]> = new Map(),
   now: Date = new Date(),
+  storedEntries: readonly ListEntry[] = [],
 ): ImportPlan {
   const file = readRulesFile(text);
   const problems: ImportProblem[] = file.problems.map(({ position, field, message }) => ({ ...lineAndColumn(position), field, message }));
@@ -92,7 +99,34 @@ export function planImport(
     else if (sameSpec(spec, specOf(current))) rules.push({ ...planned, outcome: overridesChange ? "updated" : "unchanged", write: null });
     else rules.push({ ...planned, outcome: "updated", write: { kind: "update", id: current.id, spec, version: current.version } });
   }
-  return { entries: file.size, rules, problems };
+  return { entries: file.size, rules, lists: planLists(file, storedEntries, now, problems), problems };
+}
+
+/** The file's `lists` against the stored entries; each problem is added to `problems`. */
+function planLists(file: RulesFile, stored: readonly ListEntry[], now: Date, problems: ImportProblem[]): ImportPlan["lists"] {
+  const listed = new Set(stored.map(listEntryIdentity));
+  const seen = new Map<string, { index: number; line: number }>();
+  const plan: ImportPlan["lists"] = { add: [], unchanged: [] };
+  for (const { index, position, input } of file.lists) {
+    let spec: ListEntrySpec;
+    try {
+      spec = validateListEntry(input, now, `lists[${index}]`);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      problems.push({ ...lineAndColumn(file.positionOf(error.field)), field: error.field, message: error.message });
+      continue;
+    }
+    const id = listEntryIdentity(spec);
+    const earlier = seen.get(id);
+    if (earlier !== undefined) {
+      const field = `lists[${index}].value`;
+      problems.push({ ...lineAndColumn(file.positionOf(field)), field, message: `${field} repeats the entry of lists[${earlier.index}] (line ${earlier.line}): an entry is identified by its tenant, list, kind and value` });
+      continue;
+    }
+    seen.set(id, { index, line: position.line });
+    (listed.has(id) ? plan.unchanged : plan.add).push(spec);
+  }
+  return plan;
 }
 
 /** The entry's overrides against the rule's stored ones: what to set (new or changed) and what to delete; null when the entry has none. */

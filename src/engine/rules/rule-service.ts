@@ -20,6 +20,7 @@ import type { Action, Rule, RuleSpec } from "../../domain/rule.js";
 import { sameSpec, specOf, validateNewRule, validateRuleChange, type RuleInput } from "../../domain/rule-validation.js";
 import { DEFAULT_RULE_LIMITS, LENGTHS, type RuleLimits } from "../../domain/service-limits.js";
 import { reference } from "../../domain/validation.js";
+import type { AccessListService } from "../access-lists/access-list-service.js";
 import type { RuleBook } from "../decision/rule-book.js";
 import { planImport, type ImportProblem, type PlannedRule } from "./rule-import.js";
 import { writeRulesFile } from "./rules-file.js";
@@ -41,6 +42,9 @@ export interface ImportedRule {
 
 export interface ImportReport {
   dryRun: boolean;
+  /** Access list entries of the file's `lists` added (or, for a dry run or an invalid file, to be added), and those already listed. */
+  listEntriesAdded: number;
+  listEntriesUnchanged: number;
   /** The file was valid, not a dry run, and every change it asks for is written (in one transaction). */
   applied: boolean;
   created: ImportedRule[];
@@ -58,6 +62,8 @@ export class RuleService {
     private readonly events: EventBus,
     private readonly clock: Clock,
     private readonly limits: RuleLimits = DEFAULT_RULE_LIMITS,
+    /** Where a rules file's `lists` go; null: a service without access lists (a file naming some is refused). */
+    private readonly lists: AccessListService | null = null,
   ) {}
 
   get(principal: Principal, id: string): Rule | null {
@@ -133,12 +139,22 @@ export class RuleService {
     if (bytes > maxImportBytes) {
       throw new ValidationError("yaml", `is ${bytes} bytes, more than the ${maxImportBytes} an import may have (MAX_IMPORT_BYTES); split the file`);
     }
-    const [before, overrides] = await Promise.all([this.repository.list(), this.repository.listOverrides()]);
-    const plan = planImport(text, before, randomUUID, byRule(overrides), new Date(this.clock.now()));
+    const [before, overrides, entries] = await Promise.all([this.repository.list(), this.repository.listOverrides(), this.lists?.all() ?? []]);
+    const plan = planImport(text, before, randomUUID, byRule(overrides), new Date(this.clock.now()), entries);
     if (plan.entries > maxImportRules) {
       throw new ValidationError("yaml", `holds ${plan.entries} rules, more than the ${maxImportRules} an import may have (MAX_IMPORT_RULES); split the file`);
     }
-    for (const { tenantId } of plan.rules) authorize(principal, "writeRules", tenantId);
+    for (const { tenantId } of [...plan.rules, ...plan.lists.add, ...plan.lists.unchanged]) authorize(principal, "writeRules", tenantId);
+    if (this.lists === null && plan.lists.add.length + plan.lists.unchanged.length > 0) throw new ValidationError("yaml", "holds lists, which this service does not keep");
+    if (this.lists !== null && plan.problems.length === 0) {
+      // As for rules: what the tenants would hold, as last read; the repository counts again, exactly, as it writes.
+      for (const [tenantId, added] of countByTenant(plan.lists.add)) {
+        const wouldHave = entries.filter((entry) => entry.tenantId === tenantId).length + added;
+        if (wouldHave > this.lists.maxPerTenant) {
+          throw new ValidationError("yaml", `would take tenant ${JSON.stringify(tenantId)} to ${wouldHave} access list entries, more than the ${this.lists.maxPerTenant} a tenant may have`);
+        }
+      }
+    }
     const writes = plan.rules.flatMap((planned) => (planned.write === null ? [] : [planned.write]));
     if (plan.problems.length === 0) {
       // What the tenants would have, as last read: a dry run says so too. The repository counts again, exactly, as it writes.
@@ -154,19 +170,30 @@ export class RuleService {
         : [];
     for (const [i, rule] of written.entries()) await this.publish(writes[i]!.kind === "create" ? "CREATED" : "UPDATED", rule);
     if (applied) await this.applyOverrides(plan.rules, { actor: principal.keyId, note: IMPORT_NOTE });
+    if (applied) for (const spec of plan.lists.add) await this.lists!.add(principal, spec);
     const stored = new Map(written.map((rule) => [rule.id, rule]));
-    const report: ImportReport = { dryRun: options.dryRun, applied, created: [], updated: [], unchanged: [], invalid: plan.problems };
+    const report: ImportReport = {
+      dryRun: options.dryRun,
+      applied,
+      created: [],
+      updated: [],
+      unchanged: [],
+      invalid: plan.problems,
+      listEntriesAdded: plan.lists.add.length,
+      listEntriesUnchanged: plan.lists.unchanged.length,
+    };
     for (const { outcome, tenantId, name, line, current, write } of plan.rules) {
       report[outcome].push({ tenantId, name, line, rule: (write && stored.get(write.id)) ?? current });
     }
     return report;
   }
 
-  /** The stored rules (of one tenant, or every tenant the caller may read), with their overrides not yet expired, as a rules file that imports back unchanged. */
+  /** The stored rules (of one tenant, or every tenant the caller may read), with their overrides not yet expired and the tenant's access list entries, as a rules file that imports back unchanged. */
   async exportRules(principal: Principal, tenantId?: string | null): Promise<string> {
     const tenant = scopeTenant(principal, "readRules", tenantId);
-    const [rules, overrides] = await Promise.all([this.repository.list(), this.repository.listOverrides()]);
-    return writeRulesFile(tenant === null ? rules : rules.filter((rule) => rule.tenantId === tenant), byRule(overrides));
+    const [rules, overrides, entries] = await Promise.all([this.repository.list(), this.repository.listOverrides(), this.lists?.all() ?? []]);
+    const ofTenant = <T extends { tenantId: string }>(items: readonly T[]) => (tenant === null ? items : items.filter((item) => item.tenantId === tenant));
+    return writeRulesFile(ofTenant(rules), byRule(overrides), ofTenant(entries));
   }
 
   /**
@@ -285,6 +312,12 @@ export class RuleService {
     };
     await this.events.publish("ruleChange", change);
   }
+}
+
+function countByTenant(items: readonly { tenantId: string }[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const { tenantId } of items) counts.set(tenantId, (counts.get(tenantId) ?? 0) + 1);
+  return counts;
 }
 
 function byRule(overrides: readonly Override[]): Map<string, Override[]> {

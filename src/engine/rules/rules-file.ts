@@ -13,6 +13,15 @@
  *       window: 1
  *       windowUnit: MINUTES
  *
+ * and, optionally, `lists`: access list entries with exactly the fields of
+ * addListEntry's input (tenantId, list, kind, value, note, expiresAt):
+ *
+ *   lists:
+ *     - tenantId: acme
+ *       list: DENY
+ *       kind: IP
+ *       value: 10.0.0.0/8
+ *
  * Reading keeps where every value stands, so that each problem the domain's
  * validation finds (named by its field, "rules[2].limit") is reported with
  * its line and column. Writing leaves out what equals its default, so an
@@ -20,6 +29,7 @@
  */
 
 import { Document, isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Node } from "yaml";
+import type { ListEntry } from "../../domain/access-list.js";
 import type { Calendar } from "../../domain/calendar.js";
 import { overrideIdentity, type Override } from "../../domain/override.js";
 import { RULE_DEFAULTS, type Rule, type RuleSpec } from "../../domain/rule.js";
@@ -54,6 +64,9 @@ const FLOW_MAPS = new Set(["calendar"]);
 /** The fields of an override in a rule's `overrides` (setOverride's input but its ruleId), in the order an export writes them. */
 export const OVERRIDE_FILE_FIELDS = ["dimension", "attributeKey", "match", "identifier", "limit", "burst", "window", "windowUnit", "expiresAt", "note"] as const;
 
+/** The fields of an access list entry in `lists` (addListEntry's input), in the order an export writes them. */
+export const LIST_ENTRY_FILE_FIELDS = ["tenantId", "list", "kind", "value", "note", "expiresAt"] as const;
+
 /** Written even when equal to a default: what a reader needs to recognise a rule. */
 const ALWAYS_WRITTEN = new Set<keyof RuleSpec>(["tenantId", "name", "limit", "window"]);
 
@@ -80,8 +93,17 @@ export interface RuleEntry {
   overrides: unknown;
 }
 
+/** One entry of `lists`, its fields named lists[index].<field>. */
+export interface ListEntryLine {
+  index: number;
+  position: Position;
+  input: Record<string, unknown>;
+}
+
 export interface RulesFile {
   entries: RuleEntry[];
+  /** The entries of `lists` that are mappings of known fields; empty when the file has no `lists`. */
+  lists: ListEntryLine[];
   /** How many entries `rules` holds, the ones that are not mappings included. */
   size: number;
   /** What is wrong with the file's shape (YAML syntax, unknown fields, an entry that is not a mapping). */
@@ -116,7 +138,7 @@ export function readRulesFile(text: string): RulesFile {
     const { line, col } = lines.linePos(error.pos[0]);
     return { position: { line, column: col }, field: null, message: error.message };
   });
-  const file: RulesFile = { entries: [], size: 0, problems, positionOf };
+  const file: RulesFile = { entries: [], lists: [], size: 0, problems, positionOf };
   if (problems.length > 0) return file;
 
   const root = doc.contents;
@@ -126,11 +148,14 @@ export function readRulesFile(text: string): RulesFile {
     return file;
   }
   let rules: unknown = undefined;
+  let lists: unknown = undefined;
   for (const pair of root.items) {
     const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
     if (key === "rules") rules = pair.value;
-    else problems.push({ position: at(pair.key as Node), field: key, message: `${key} is not a field of a rules file: it holds only \`rules:\`` });
+    else if (key === "lists") lists = pair.value;
+    else problems.push({ position: at(pair.key as Node), field: key, message: `${key} is not a field of a rules file: it holds only \`rules:\` and \`lists:\`` });
   }
+  if (lists !== undefined) readLists(lists as Node | null, file, doc, at);
   if (!isSeq(rules)) {
     problems.push({
       position: at(rules as Node) ?? at(root),
@@ -177,6 +202,38 @@ export function readRulesFile(text: string): RulesFile {
   return file;
 }
 
+/** `lists`: each entry a mapping of LIST_ENTRY_FILE_FIELDS, kept with its position; what is not is a problem. */
+function readLists(lists: Node | null, file: RulesFile, doc: Document.Parsed, at: (node: Node | null | undefined) => Position | null): void {
+  if (!isSeq(lists)) {
+    file.problems.push({ position: at(lists), field: "lists", message: "lists must be a list of access list entries (leave it out, or use [], for none)" });
+    return;
+  }
+  lists.items.forEach((item, index) => {
+    const prefix = `lists[${index}]`;
+    const position = at(item as Node) ?? at(lists)!;
+    if (!isMap(item)) {
+      file.problems.push({ position, field: prefix, message: `${prefix} must be a mapping of access list entry fields` });
+      return;
+    }
+    const input: Record<string, unknown> = {};
+    for (const pair of item.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+      const field = `${prefix}.${key}`;
+      if (!(LIST_ENTRY_FILE_FIELDS as readonly string[]).includes(key)) {
+        file.problems.push({ position: at(pair.key as Node), field, message: `${field} is not an access list entry field; the fields are ${LIST_ENTRY_FILE_FIELDS.join(", ")}` });
+        return;
+      }
+      const value = plainValue(pair.value as Node | null, doc);
+      if ("unreadable" in value) {
+        file.problems.push({ position: at(pair.value as Node), field, message: `${field} cannot be read: ${value.unreadable}` });
+        return;
+      }
+      input[key] = value.value;
+    }
+    file.lists.push({ index, position, input });
+  });
+}
+
 /**
  * A value as plain data. Expanding its aliases can fail: an alias to an
  * anchor that is not set, or one that expands too far (the yaml library stops
@@ -196,15 +253,18 @@ function plainValue(node: Node | null, doc: Document.Parsed): { value: unknown }
 /**
  * The rules as a rules file, sorted by tenant and name, each without the
  * fields that equal their defaults, and with its overrides (`overrides` by
- * rule id) sorted by target, match and identifier.
+ * rule id) sorted by target, match and identifier; then the access list
+ * entries (`lists`, left out when there are none) sorted by tenant, list,
+ * kind and value.
  */
-export function writeRulesFile(rules: readonly Rule[], overrides: ReadonlyMap<string, readonly Override[]> = new Map()): string {
+export function writeRulesFile(rules: readonly Rule[], overrides: ReadonlyMap<string, readonly Override[]> = new Map(), entries: readonly ListEntry[] = []): string {
   const sorted = [...rules].sort((a, b) => compare(a.tenantId, b.tenantId) || compare(a.name, b.name));
   const doc = new Document({
     rules: sorted.map((rule) => {
       const own = overrides.get(rule.id) ?? [];
       return own.length === 0 ? fileFields(rule) : { ...fileFields(rule), overrides: [...own].sort(byOverrideIdentity).map(overrideFileFields) };
     }),
+    ...(entries.length === 0 ? {} : { lists: [...entries].sort(byListEntryIdentity).map(listEntryFileFields) }),
   });
   doc.commentBefore = " Floodgate rules: import with importRules or `npm run rules -- import FILE`; README.md describes the fields.";
   visit(doc, {
@@ -214,13 +274,15 @@ export function writeRulesFile(rules: readonly Rule[], overrides: ReadonlyMap<st
       if (isScalar(pair.key) && FLOW_MAPS.has(String(pair.key.value)) && isMap(pair.value)) pair.value.flow = true;
     },
   });
-  // A blank line between rules.
+  // A blank line between rules, and before the lists.
   const list = doc.get("rules", true);
   if (isSeq(list)) {
     list.items.forEach((item, i) => {
       if (i > 0 && isMap(item)) item.spaceBefore = true;
     });
   }
+  const listsPair = isMap(doc.contents) ? doc.contents.items.find((pair) => isScalar(pair.key) && pair.key.value === "lists") : undefined;
+  if (listsPair !== undefined && isScalar(listsPair.key)) listsPair.key.spaceBefore = true;
   return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
 }
 
@@ -249,6 +311,19 @@ function overrideFileFields(override: Override): Record<string, unknown> {
     if (value !== null && !(field === "match" && value === "EXACT")) fields[field] = value;
   }
   return fields;
+}
+
+function listEntryFileFields(entry: ListEntry): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const field of LIST_ENTRY_FILE_FIELDS) {
+    const value = field === "expiresAt" ? (entry.expiresAt?.toISOString() ?? null) : entry[field];
+    if (value !== null) fields[field] = value;
+  }
+  return fields;
+}
+
+function byListEntryIdentity(a: ListEntry, b: ListEntry): number {
+  return compare(a.tenantId, b.tenantId) || compare(a.list, b.list) || compare(a.kind, b.kind) || compare(a.value, b.value);
 }
 
 function byOverrideIdentity(a: Override, b: Override): number {

@@ -12,6 +12,7 @@ export class InProcessEventBus implements EventBus {
     ruleChange: new Set(),
     bucketReset: new Set(),
     keyRevocation: new Set(),
+    accessListChange: new Set(),
     throttle: new Set(),
     nearLimit: new Set(),
   };

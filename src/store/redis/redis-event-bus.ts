@@ -4,7 +4,7 @@
  *
  *   <prefix>events:rule-changes   <prefix>events:bucket-resets
  *   <prefix>events:throttle       <prefix>events:near-limit
- *   <prefix>events:key-revocations
+ *   <prefix>events:key-revocations   <prefix>events:access-list-changes
  *
  * A message is JSON: {"from": "<instance id>", "event": {...}}. The
  * publishing instance delivers its own event to its listeners at once, so its
@@ -18,7 +18,9 @@
  * refusing the bucket from its over-limit cache until the refusal would have
  * ended anyway; a lost key revocation is made up for by each instance
  * checking its cached keys and open sockets against the database again
- * within API_KEY_CACHE_MS; a lost throttle event stays lost.
+ * within API_KEY_CACHE_MS; a lost access list change is made up for by the
+ * periodic full reload of the lists (AccessListSync); a lost throttle event
+ * stays lost.
  */
 
 import type { Cluster, Redis } from "ioredis";
@@ -31,6 +33,7 @@ const CHANNEL_NAMES: Record<EventTopic, string> = {
   ruleChange: "rule-changes",
   bucketReset: "bucket-resets",
   keyRevocation: "key-revocations",
+  accessListChange: "access-list-changes",
   throttle: "throttle",
   nearLimit: "near-limit",
 };

@@ -176,8 +176,9 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
     }),
     mutations: new MutationLimiter(counters, clock, 1_000),
     events,
-    // Usage and health are read by queries the fast path never serves, and these tests do not make.
+    // Usage, health and access lists are read by queries the fast path never serves, and these tests do not make.
     usage: {} as UsageService,
+    accessLists: {} as Services["accessLists"],
     health: {} as Services["health"],
   };
   listenToEvents(events, { overLimit, keys: services.keys });

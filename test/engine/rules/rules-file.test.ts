@@ -1,6 +1,7 @@
 /** The rules file: reading with the line and field of every problem, planning an import, and writing an export that reads back the same. */
 
 import { describe, expect, it } from "vitest";
+import type { ListEntry } from "../../../src/domain/access-list.js";
 import type { Rule } from "../../../src/domain/rule.js";
 import { describeProblem, planImport } from "../../../src/engine/rules/rule-import.js";
 import { readRulesFile, writeRulesFile } from "../../../src/engine/rules/rules-file.js";
@@ -36,7 +37,7 @@ describe("reading a rules file", () => {
   it.each([
     ["an empty file", "", ["1:1 null: the file is empty: it must hold `rules:`, a list of rules"]],
     ["a list at the top", "- a\n", ["1:1 null: the file is not a mapping: it must hold `rules:`, a list of rules"]],
-    ["no rules", "limits: []\n", ["1:1 limits: limits is not a field of a rules file: it holds only `rules:`", "1:1 rules: rules is required: a list of rules (use [] for none)"]],
+    ["no rules", "limits: []\n", ["1:1 limits: limits is not a field of a rules file: it holds only `rules:` and `lists:`", "1:1 rules: rules is required: a list of rules (use [] for none)"]],
     ["rules that are not a list", "rules: 5\n", ["1:8 rules: rules must be a list of rules (use [] for none)"]],
     ["an entry that is not a mapping", "rules:\n  - 5\n", ["2:5 rules[0]: rules[0] must be a mapping of rule fields"]],
     ["a YAML syntax error", "rules:\n  - name: [a\n", ["3:1 null: Flow sequence in block collection must be sufficiently indented and end with a ]"]],
@@ -48,7 +49,7 @@ describe("reading a rules file", () => {
   it("reports a YAML alias bomb (a billion laughs) with its line and column, and leaves its entry out of the plan", () => {
     const plan = planImport(aliasBomb("acme"), [], newId);
     expect(plan.problems.map((p) => `${p.line}:${p.column} ${p.field}: ${p.message}`)).toEqual([
-      "1:1 laughs: laughs is not a field of a rules file: it holds only `rules:`",
+      "1:1 laughs: laughs is not a field of a rules file: it holds only `rules:` and `lists:`",
       "7:12 rules[0].scope: rules[0].scope cannot be read: Excessive alias count indicates a resource exhaustion attack",
     ]);
     expect(plan.rules.map((r) => r.name)).toEqual(["fine"]);
@@ -61,7 +62,7 @@ describe("reading a rules file", () => {
   });
 
   it("accepts `rules: []`", () => {
-    expect(planImport("rules: []\n", [], newId)).toEqual({ entries: 0, rules: [], problems: [] });
+    expect(planImport("rules: []\n", [], newId)).toEqual({ entries: 0, rules: [], lists: { add: [], unchanged: [] }, problems: [] });
   });
 });
 
@@ -205,5 +206,75 @@ rules:
 
   it("writes `rules: []` when there are none", () => {
     expect(writeRulesFile([])).toContain("rules: []\n");
+  });
+});
+
+describe("a rules file's lists", () => {
+  const entry = (fields: Partial<ListEntry> & Pick<ListEntry, "tenantId" | "list" | "kind" | "value">): ListEntry => ({ id: `e-${++ids}`, note: null, expiresAt: null, createdAt: new Date(0), createdBy: "k1", ...fields });
+  const stored = [
+    entry({ tenantId: "acme", list: "DENY", kind: "IP", value: "10.0.0.0/8", note: "abuse" }),
+    entry({ tenantId: "*", list: "ALLOW", kind: "USER_AGENT", value: "*uptime-monitor*" }),
+    entry({ tenantId: "acme", list: "ALLOW", kind: "API_KEY", value: "sha256:AAAAAAAAAAAAAAAAAAAAAA" }),
+  ];
+
+  it("writes the entries after the rules, sorted, without empty notes, and reads them back as the same entries", () => {
+    const text = writeRulesFile([], new Map(), stored);
+    expect(text).toBe(`# Floodgate rules: import with importRules or \`npm run rules -- import FILE\`; README.md describes the fields.
+
+rules: []
+
+lists:
+  - tenantId: "*"
+    list: ALLOW
+    kind: USER_AGENT
+    value: "*uptime-monitor*"
+  - tenantId: acme
+    list: ALLOW
+    kind: API_KEY
+    value: sha256:AAAAAAAAAAAAAAAAAAAAAA
+  - tenantId: acme
+    list: DENY
+    kind: IP
+    value: 10.0.0.0/8
+    note: abuse
+`);
+    expect(planImport(text, [], newId, new Map(), new Date(), stored)).toMatchObject({ problems: [], lists: { add: [], unchanged: expect.arrayContaining([expect.objectContaining({ value: "10.0.0.0/8" })]) } });
+    expect(planImport(text, [], newId, new Map(), new Date(), stored).lists.unchanged).toHaveLength(3);
+  });
+
+  it("leaves `lists` out of a file with no entries, as before there were lists", () => {
+    expect(writeRulesFile([], new Map(), [])).not.toContain("lists");
+  });
+
+  it("adds what the lists do not hold yet, canonical, and leaves the rest alone", () => {
+    const plan = planImport("rules: []\nlists:\n  - {tenantId: acme, list: DENY, kind: IP, value: '10.0.0.0/8'}\n  - {tenantId: acme, list: DENY, kind: IP, value: '2001:DB8::/32'}\n", [], newId, new Map(), new Date(), stored);
+    expect(plan.problems).toEqual([]);
+    expect(plan.lists.add).toEqual([{ tenantId: "acme", list: "DENY", kind: "IP", value: "2001:db8::/32", note: null, expiresAt: null }]);
+    expect(plan.lists.unchanged).toHaveLength(1);
+  });
+
+  it("reports each bad entry with its line, column and field", () => {
+    expect(
+      problemsOf(`rules: []
+lists:
+  - tenantId: acme
+    list: DENY
+    kind: IP
+    value: 10.1.2.3/8
+  - {tenantId: acme, list: DENY, kind: HOST, value: x}
+  - {tenantId: acme, list: DENY, kind: USER, value: u, reason: spam}
+  - {tenantId: acme, list: DENY, kind: USER, value: u}
+  - {tenantId: acme, list: DENY, kind: USER, value: u}
+  - just text
+`),
+    ).toEqual([
+      // The file's shape first, then what the entries hold.
+      "8:56 lists[2].reason: lists[2].reason is not an access list entry field; the fields are tenantId, list, kind, value, note, expiresAt",
+      "11:5 lists[5]: lists[5] must be a mapping of access list entry fields",
+      "6:12 lists[0].value: lists[0].value has address bits set past its /8: give the block's network address",
+      '7:40 lists[1].kind: lists[1].kind must be one of IP, USER, API_KEY, USER_AGENT (got "HOST")',
+      "10:53 lists[4].value: lists[4].value repeats the entry of lists[3] (line 9): an entry is identified by its tenant, list, kind and value",
+    ]);
+    expect(problemsOf("rules: []\nlists: {}\n")).toEqual(["2:8 lists: lists must be a list of access list entries (leave it out, or use [], for none)"]);
   });
 });
