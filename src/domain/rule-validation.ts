@@ -134,6 +134,12 @@ export function validateAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) =
       `GLOBAL needs FIXED_WINDOW or SLIDING_WINDOW_COUNTER, whose counts per window add up across regions (got ${spec.algorithm})`,
     );
   }
+  if (spec.algorithm === "CONCURRENCY" && spec.action === "THROTTLE") {
+    throw new ValidationError(f("action"), "THROTTLE cannot hold a request for CONCURRENCY, whose slots free when requests end, not at a time known ahead; use REJECT or LOG_ONLY");
+  }
+  if (spec.algorithm === "CONCURRENCY" && spec.limit > RULE_BOUNDS.maxLogLimit) {
+    throw new ValidationError(f("limit"), `must be at most ${RULE_BOUNDS.maxLogLimit} for CONCURRENCY, which stores one lease per request in flight`);
+  }
   if (spec.algorithm === "SLIDING_WINDOW_LOG" && spec.limit > RULE_BOUNDS.maxLogLimit) {
     throw new ValidationError(
       f("limit"),

@@ -26,6 +26,7 @@
 
 import type { LimitParams } from "../domain/algorithms/index.js";
 import { UnavailableError } from "../domain/errors.js";
+import type { LeasedBucket } from "../domain/lease.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, DecideOptions, LocalCounterStore, ShardedCounterStore, Unsubscribe } from "../domain/ports.js";
 import type { FailureMode } from "../domain/rule.js";
 import { CircuitBreaker, type BreakerState } from "../domain/circuit-breaker.js";
@@ -117,6 +118,26 @@ export class ResilientCounterStore implements CounterStore {
     }
   }
 
+  /**
+   * Frees the lease in this instance's own counters (where a LOCAL rule may
+   * have taken it while the store was unreachable) and in the store, shard
+   * by shard as reset does: true when either held it. A shard that cannot
+   * be reached fails the release: the lease then expires with its window.
+   */
+  async releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    const releasedLocally = await this.options.local.releaseLease(lease, buckets);
+    const breakers = [...new Set(buckets.map(({ ruleId, key }) => this.breakerOf(this.options.primary.shardOf(ruleId, key))))];
+    if (!breakers.every((breaker) => breaker.allows())) throw new UnavailableError("the counter store is unreachable; try again shortly");
+    try {
+      const released = await withDeadline(this.options.primary.releaseLease(lease, buckets), this.options.timeoutMs);
+      for (const breaker of breakers) breaker.succeeded();
+      return released || releasedLocally;
+    } catch (error) {
+      for (const breaker of breakers) breaker.failed();
+      throw new UnavailableError("the counter store is unreachable; try again shortly", { cause: error });
+    }
+  }
+
   /** Every known shard's breaker state (for /readyz). */
   breakerStates(): Record<string, BreakerState> {
     return Object.fromEntries([...this.breakers].map(([shard, breaker]) => [shard, breaker.state]));
@@ -174,7 +195,7 @@ export class ResilientCounterStore implements CounterStore {
     const retryAtMs = Math.max(...[...breakers].map((b) => b.retryAtMs));
     const closedRefuses = call.buckets.some((b) => modeOf(b) === "CLOSED" && b.params.action !== "LOG_ONLY");
     const localBuckets = call.buckets.filter((b) => modeOf(b) === "LOCAL").map((b) => this.share(b));
-    const localReply = local.decideOne({ buckets: localBuckets, cost: call.cost, dryRun: call.dryRun }, closedRefuses);
+    const localReply = local.decideOne({ ...call, buckets: localBuckets }, closedRefuses);
     let next = 0;
     const outcomes = call.buckets.map((bucket) => {
       switch (modeOf(bucket)) {

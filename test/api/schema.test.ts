@@ -50,6 +50,8 @@ describe("schema.graphql", () => {
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field attributeKeys on input type UpdateRuleInput was added.",
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field when on input type UpdateRuleInput was added.",
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field attributes on input type CheckLimitsInput was added.",
+    // Issue 16: CONCURRENCY rules, limiting the requests in flight; a client that does not know it reads only rules it did not make.
+    "VALUE_ADDED_TO_ENUM: CONCURRENCY was added to enum type Algorithm.",
   ];
 
   it("makes no dangerous change to the contract (argument defaults, enum values, optional arguments) beyond the chosen extensions", () => {

@@ -8,6 +8,7 @@
  * carried; the clock is pinned, and Redis is given its time through ARGV.
  */
 
+import type { LeasedBucket } from "../../src/domain/lease.js";
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -38,6 +39,9 @@ class CountingStore implements CounterStore {
   }
   reset(ruleId: string, key: string): Promise<boolean> {
     return this.inner.reset(ruleId, key);
+  }
+  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    return this.inner.releaseLease(lease, buckets);
   }
   close(): Promise<void> {
     return Promise.resolve();

@@ -8,17 +8,26 @@
  * refused here, without the store (a dry run always asks the store: it is
  * how a tool learns what a bucket really holds).
  *
+ * A request admitted by CONCURRENCY rules holds a lease in their buckets
+ * (domain/lease.ts), which the decision hands out and releaseLease takes
+ * back. Checks decided together (Envoy's descriptors) skip CONCURRENCY
+ * rules: Envoy's protocol has no way to say a request has ended, so a slot
+ * taken there would be held for its whole window, a concurrency limit
+ * turned into an unreleased rate limit.
+ *
  * Two clocks meet here: the store's (Redis TIME with Redis), which stamps
  * every reply and every resetAt in it, and this instance's, which times the
  * over-limit cache's entries. A duration is only ever the difference of two
  * times of one clock.
  */
 
-import { authorize, type Principal } from "../../domain/access.js";
+import { randomUUID } from "node:crypto";
+import { authorize, may, type Principal } from "../../domain/access.js";
 import type { BucketOutcome, LimitParams } from "../../domain/algorithms/index.js";
 import type { Override } from "../../domain/override.js";
 import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../../domain/decision.js";
 import type { LimitEvent } from "../../domain/events.js";
+import { decodeLease, encodeLease, memberOf, type Lease, type LeasedBucket } from "../../domain/lease.js";
 import { rank, type Rankable } from "../../domain/most-restrictive.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../../domain/ports.js";
 import type { CheckRequest } from "../../domain/request.js";
@@ -69,6 +78,8 @@ interface Reached {
   degraded: boolean;
   decidedAtMs: number;
   source: DecisionSource;
+  /** The tenant and holder of the lease the CONCURRENCY buckets take if admitted; null: the request takes none (no such bucket, a dry run). */
+  lease: { tenantId: string; holder: string } | null;
 }
 
 /**
@@ -80,7 +91,7 @@ interface Reached {
 type Plan = { partsOf: number[][] | null } & (
   | { kind: "no-rule" }
   | { kind: "refused-locally"; applicable: Applicable[]; readings: Reading[]; decidedAtMs: number }
-  | { kind: "store"; applicable: Applicable[]; call: number }
+  | { kind: "store"; applicable: Applicable[]; call: number; lease: Reached["lease"] }
 );
 
 export interface CheckOptions {
@@ -152,14 +163,15 @@ export class Limiter {
     const plans = requests.map((checks): Plan => {
       const { applicable, partsOf } = this.applicableTo(checks, joint, sentAtMs);
       if (applicable.length === 0) return { kind: "no-rule", partsOf };
-      const { cost, dryRun } = checks[0]!;
+      const { cost, dryRun, tenantId } = checks[0]!;
       const buckets = applicable.map(
         ({ compiled, key, params }): BucketRef => ({ ruleId: compiled.rule.id, key, params, failureMode: compiled.rule.failureMode }),
       );
       const readings = dryRun ? null : this.refusedLocally(buckets, cost, sentAtMs);
       if (readings !== null) return { kind: "refused-locally", applicable, partsOf, readings, decidedAtMs: sentAtMs };
-      calls.push({ buckets, cost, dryRun });
-      return { kind: "store", applicable, partsOf, call: calls.length - 1 };
+      const holder = buckets.some(isConcurrency) ? randomUUID() : null;
+      calls.push(holder === null ? { buckets, cost, dryRun } : { buckets, cost, dryRun, lease: memberOf(tenantId, holder) });
+      return { kind: "store", applicable, partsOf, call: calls.length - 1, lease: holder === null || dryRun ? null : { tenantId, holder } };
     });
     const replies = calls.length === 0 ? [] : await this.store.decide(calls, options);
     const decided = plans.map((plan, i): JointDecision => {
@@ -172,7 +184,7 @@ export class Limiter {
       let reached: Reached;
       if (plan.kind === "refused-locally") {
         readings = plan.readings;
-        reached = { allowed: false, degraded: false, decidedAtMs: plan.decidedAtMs, source: "OVER_LIMIT_CACHE" };
+        reached = { allowed: false, degraded: false, decidedAtMs: plan.decidedAtMs, source: "OVER_LIMIT_CACHE", lease: null };
       } else {
         const reply = replies[plan.call]!;
         const degraded = reply.degraded ?? false;
@@ -181,7 +193,7 @@ export class Limiter {
         readings = reply.outcomes.map(
           (outcome): Reading => ({ outcome, consulted: true, readAtMs: degraded ? null : reply.nowMs, resetInMs: outcome.resetAtMs - reply.nowMs }),
         );
-        reached = { allowed: reply.allowed, degraded, decidedAtMs: reply.nowMs, source: "COUNTER_STORE" };
+        reached = { allowed: reply.allowed, degraded, decidedAtMs: reply.nowMs, source: "COUNTER_STORE", lease: plan.lease };
       }
       const decision = this.decision(plan.applicable, readings, reached);
       if (!checks[0]!.dryRun) {
@@ -195,6 +207,20 @@ export class Limiter {
     });
     this.telemetry.checked((performance.now() - started) / 1000, requests.length);
     return decided;
+  }
+
+  /**
+   * Frees a lease a decision handed out, in every bucket it holds a slot in.
+   * True when any still held it; false when none did (released already,
+   * expired, reset) and for an id of a tenant the key may not check, which
+   * is answered exactly like one no bucket holds. Only an id that is no
+   * lease id at all is an error.
+   */
+  async releaseLease(principal: Principal, id: string): Promise<boolean> {
+    authorize(principal, "checkLimits", principal.tenantId);
+    const claim = decodeLease(id, "id");
+    if (!may(principal, "checkLimits", claim.tenantId)) return false;
+    return this.store.releaseLease(memberOf(claim.tenantId, claim.holder), claim.buckets);
   }
 
   /** One check's part of a joint decision: its own buckets' readings, allowed only if the whole request is. */
@@ -258,10 +284,11 @@ export class Limiter {
    */
   private applicableTo(checks: readonly CheckRequest[], joint: boolean, nowMs: number): { applicable: Applicable[]; partsOf: number[][] | null } {
     if (!joint) return { applicable: this.applicable(checks[0]!, nowMs), partsOf: null };
+    const leasesHeld = (bucket: Applicable) => bucket.params.algorithm !== "CONCURRENCY";
     const applicable: Applicable[] = [];
     const indexOf = new Map<string, number>();
     const partsOf = checks.map((check) =>
-      this.applicable(check, nowMs).map((bucket) => {
+      this.applicable(check, nowMs).filter(leasesHeld).map((bucket) => {
         const id = `${bucket.compiled.rule.id}\u0000${bucket.key}`;
         let index = indexOf.get(id);
         if (index === undefined) {
@@ -285,7 +312,7 @@ export class Limiter {
     return applicable;
   }
 
-  private decision(applicable: readonly Applicable[], readings: readonly Reading[], { allowed, degraded, decidedAtMs, source }: Reached): Decision {
+  private decision(applicable: readonly Applicable[], readings: readonly Reading[], { allowed, degraded, decidedAtMs, source, lease }: Reached): Decision {
     const unranked: Ranked[] = applicable.map(({ compiled, key, params, override }, i) => {
       const { outcome, consulted, readAtMs, resetInMs } = readings[i]!;
       return {
@@ -315,7 +342,9 @@ export class Limiter {
     } = rank(unranked);
     const throttled = ranked.filter((r) => r.compiled.rule.action === "THROTTLE");
     const retryAfter = allowed ? null : deciding.retryAfter;
+    const granted = allowed && lease !== null ? grantedLease(applicable, readings, lease, decidedAtMs) : null;
     return {
+      ...(granted === null ? {} : { lease: granted }),
       allowed,
       degraded,
       decidedAt: new Date(decidedAtMs),
@@ -349,6 +378,22 @@ export class Limiter {
       else if (decision.allowed && result.nearLimit) void this.events.publish("nearLimit", { ...eventBase(request, result, at), remaining: result.remaining });
     }
   }
+}
+
+function isConcurrency(bucket: BucketRef): boolean {
+  return bucket.params.algorithm === "CONCURRENCY";
+}
+
+/**
+ * The lease of an admitted request: the CONCURRENCY buckets that took a slot
+ * (a LOG_ONLY one that would have refused took none), expiring with the
+ * shortest of their windows; null when none did.
+ */
+function grantedLease(applicable: readonly Applicable[], readings: readonly Reading[], { tenantId, holder }: { tenantId: string; holder: string }, decidedAtMs: number): Lease | null {
+  const held = applicable.filter(({ params }, i) => params.algorithm === "CONCURRENCY" && readings[i]!.outcome.conforming);
+  if (held.length === 0) return null;
+  const buckets = held.map(({ compiled, key }): LeasedBucket => ({ ruleId: compiled.rule.id, key }));
+  return { id: encodeLease({ tenantId, holder, buckets }), expiresAt: new Date(decidedAtMs + Math.min(...held.map(({ params }) => params.windowMs))) };
 }
 
 /**

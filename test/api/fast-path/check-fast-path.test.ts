@@ -11,6 +11,7 @@
  * the comparison is not an empty one.
  */
 
+import type { LeasedBucket } from "../../../src/domain/lease.js";
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { print } from "graphql";
@@ -122,6 +123,10 @@ class ExplodingStore implements CounterStore {
     return this.inner.reset(ruleId, key);
   }
 
+  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    return this.inner.releaseLease(lease, buckets);
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }
@@ -135,6 +140,7 @@ const UNREACHABLE: ShardedCounterStore = {
   shardOf: () => "unreachable",
   watchShards: () => () => undefined,
   reset: () => Promise.reject(new Error("connection refused")),
+  releaseLease: () => Promise.reject(new Error("connection refused")),
   close: async () => undefined,
 };
 
