@@ -44,6 +44,8 @@ export interface LimiterOptions {
   overLimit?: OverLimitCache;
   /** Counts every rule's verdicts for the usage charts; absent: not counted. */
   usage?: UsageRecorder;
+  /** Draws the holder of each check's CONCURRENCY lease (domain/lease.ts); absent: a random UUID. Tests pin it. */
+  leaseHolder?: () => string;
 }
 
 interface Applicable {
@@ -169,7 +171,7 @@ export class Limiter {
       );
       const readings = dryRun ? null : this.refusedLocally(buckets, cost, sentAtMs);
       if (readings !== null) return { kind: "refused-locally", applicable, partsOf, readings, decidedAtMs: sentAtMs };
-      const holder = buckets.some(isConcurrency) ? randomUUID() : null;
+      const holder = buckets.some(isConcurrency) ? (this.options.leaseHolder ?? randomUUID)() : null;
       calls.push(holder === null ? { buckets, cost, dryRun } : { buckets, cost, dryRun, lease: memberOf(tenantId, holder) });
       return { kind: "store", applicable, partsOf, call: calls.length - 1, lease: holder === null || dryRun ? null : { tenantId, holder } };
     });
