@@ -50,5 +50,6 @@ export function ruleLessDecision(allowed: boolean, nowMs: number): FloodgateDeci
     nearLimit: false,
     results: [],
     headers: retryAfterHeaders(retryAfter),
+    lease: null,
   };
 }

@@ -21,6 +21,11 @@
  * The verdict: headers to set on the response either way; on denial a 429
  * with an RFC 9457 problem details body; THROTTLE's delay to wait before
  * going on; LOG_ONLY goes on. Paths on the skip list are not checked.
+ *
+ * A request admitted by CONCURRENCY rules holds a lease (decision.lease)
+ * while it is in flight; each adapter hands it back with `release` when the
+ * response has ended (or the connection closed), so that a slot is held
+ * exactly as long as its request.
  */
 
 import { FloodgateClient, type FloodgateClientOptions, type FloodgateDecision, type HttpHeader } from "../client/index.js";
@@ -78,6 +83,12 @@ export interface Gate<Req> {
   readonly client: FloodgateClient;
   /** Checks the request (unless skipped) and says what to do with it. Rejects only with the client's FloodgateError (a caller's fault, never an outage). */
   decide(request: Req): Promise<Verdict>;
+  /**
+   * Releases the decision's lease, if it has one. Never rejects: a release
+   * Floodgate cannot be asked for leaves the lease to free itself at its
+   * expiresAt.
+   */
+  release(decision: FloodgateDecision): Promise<void>;
   /** Closes the client if the gate made it. */
   close(): Promise<void>;
 }
@@ -122,8 +133,24 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
       if (decision.allowed) return { kind: "pass", decision, headers: decision.headers, delayMs: decision.delayMs ?? 0 };
       return { kind: "deny", decision, status: 429, ...problem(decision, problemType) };
     },
+    release: (decision) => (decision.lease ? client.releaseLease(decision.lease.id).then(ignore, ignore) : Promise.resolve()),
     close: () => (owned ? client.close() : Promise.resolve()),
   };
+}
+
+function ignore(): void {}
+
+/** Releases the verdict's lease once the response has been sent or its connection closed, whichever comes first (once). */
+export function releaseWhenDone(gate: Gate<unknown>, verdict: Verdict, response: { once(event: "finish" | "close", listener: () => void): unknown }): void {
+  if (verdict.kind !== "pass" || !verdict.decision.lease) return;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    void gate.release(verdict.decision);
+  };
+  response.once("finish", release);
+  response.once("close", release);
 }
 
 /**
