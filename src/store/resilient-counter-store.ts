@@ -119,19 +119,21 @@ export class ResilientCounterStore implements CounterStore {
   }
 
   /**
-   * Frees the lease in this instance's own counters (where a LOCAL rule may
-   * have taken it while the store was unreachable) and in the store, shard
-   * by shard as reset does: true when either held it. A shard that cannot
-   * be reached fails the release: the lease then expires with its window.
+   * Frees the lease where its check was decided: in this instance's own
+   * counters when LOCAL rules decided it while the store was unreachable (a
+   * check is decided wholly by the store or wholly by failure mode, so such
+   * a lease holds nothing in the store), else in the store, shard by shard
+   * as reset does. A shard that cannot be reached fails the release: the
+   * lease then expires with its window.
    */
   async releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
-    const releasedLocally = await this.options.local.releaseLease(lease, buckets);
+    if (await this.options.local.releaseLease(lease, buckets)) return true;
     const breakers = [...new Set(buckets.map(({ ruleId, key }) => this.breakerOf(this.options.primary.shardOf(ruleId, key))))];
     if (!breakers.every((breaker) => breaker.allows())) throw new UnavailableError("the counter store is unreachable; try again shortly");
     try {
       const released = await withDeadline(this.options.primary.releaseLease(lease, buckets), this.options.timeoutMs);
       for (const breaker of breakers) breaker.succeeded();
-      return released || releasedLocally;
+      return released;
     } catch (error) {
       for (const breaker of breakers) breaker.failed();
       throw new UnavailableError("the counter store is unreachable; try again shortly", { cause: error });
