@@ -571,10 +571,11 @@ local function append_log(key, dead, release, cost, now, window_ms)
   call('PEXPIRE', key, int(release + window_ms - now))
 end
 
--- When so many leases of a full bucket have expired that one slot is free:
--- the expiry of its (live - limit + 1)th soonest lease.
+-- When one slot more is free by expiries alone: the soonest lease's expiry,
+-- or for a full bucket the expiry of its (live - limit + 1)th soonest.
 local function concurrency_slot_frees_at(key, live, limit)
-  local at = call('ZRANGE', key, live - limit, live - limit, 'WITHSCORES')
+  local index = max(0, live - limit)
+  local at = call('ZRANGE', key, index, index, 'WITHSCORES')
   return tonumber(at[2])
 end
 
@@ -588,12 +589,12 @@ local function evaluate_concurrency(r, now)
     return refused(r, frees - now, 0, frees)
   end
   local expires = now + r.window_ms
-  local if_reset = now
-  if live + 1 >= limit then
-    if_reset = expires
-    if live > 0 then if_reset = min(expires, concurrency_slot_frees_at(key, live, live)) end
+  local reset, if_reset = now, expires
+  if live > 0 then
+    reset = concurrency_slot_frees_at(key, live, limit)
+    if_reset = min(expires, reset)
   end
-  return admitted(r, expires, 0, limit - live - 1, if_reset, limit - live, now)
+  return admitted(r, expires, 0, limit - live - 1, if_reset, limit - live, reset)
 end
 
 local function hold_lease(key, lease, expires, now)

@@ -320,8 +320,8 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
 
     it("keeps a bucket's leases as a sorted set scored by expiry, in the hash-tag slot of the rule's page, expiring with the window", async () => {
       const reply = await scripted.floodgateDecide(1, key, T0, 5, "0", 1, "6:2:30000:2:1", "lease-a");
-      // One slot whatever the cost: remaining 1; a slot is free, so resetAt is now.
-      expect(reply).toEqual([T0, 1, 1, 1, T0, -1, 0]);
+      // One slot whatever the cost: remaining 1; resetAt, when a slot more frees itself, is this lease's expiry.
+      expect(reply).toEqual([T0, 1, 1, 1, T0 + 30_000, -1, 0]);
       expect(await redis.keys(`${prefix}*`)).toEqual([key]);
       expect(await redis.zrange(key, 0, -1, "WITHSCORES")).toEqual(["lease-a", String(T0 + 30_000)]);
       expect(await redis.pttl(key)).toBeGreaterThan(29_000);
@@ -360,7 +360,7 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       const call: CounterCall = { buckets: [leases], cost: 1, dryRun: false, lease: "a" };
       await hold("other");
       const reply = await run(call, MODE.RESERVE);
-      expect(reply).toEqual([T0, 1, 1, 0, T0 + 30_000, -1, 0, 1, T0, "a"]);
+      expect(reply).toEqual([T0, 1, 1, 0, T0 + 30_000, -1, 0, 1, T0 + 30_000, "a"]);
       expect(await run(call, MODE.RELEASE, "a")).toEqual([T0, 2]);
       expect(await redis.zrange(key, 0, -1)).toEqual(["other"]);
       expect(await run(call, MODE.RELEASE, "a")).toEqual([T0, 0]);

@@ -282,8 +282,9 @@ export class ConcurrencyModel implements BucketModel {
     const { limit, windowMs } = params;
     const heldAt = (expiries: readonly number[], t: number) => expiries.filter((e) => e > t).length;
     const live = [...this.leases.values()].filter((e) => e > now);
-    const slotFrees = (expiries: readonly number[]) => firstTime(now, Math.max(now, ...expiries), (t) => heldAt(expiries, t) < limit)!;
-    const usage = (expiries: readonly number[]) => ({ remaining: Math.max(0, limit - expiries.length), resetAtMs: expiries.length < limit ? now : slotFrees(expiries) });
+    // One slot more than now: fewer held than now (or than the limit, for a bucket over it).
+    const slotFrees = (expiries: readonly number[]) => firstTime(now, Math.max(now, ...expiries), (t) => heldAt(expiries, t) < Math.min(expiries.length, limit))!;
+    const usage = (expiries: readonly number[]) => ({ remaining: Math.max(0, limit - expiries.length), resetAtMs: expiries.length === 0 ? now : slotFrees(expiries) });
     const current = usage(live);
     if (live.length >= limit) return refusal(slotFrees(live) - now, current);
     const lease = this.lease ?? `model-${this.drawn++}`;

@@ -203,7 +203,8 @@ export function counterStoreConformance(name: string, factory: StoreFactory): vo
 
       it("admits limit checks in flight whatever their cost, then refuses until the soonest lease expires", async () => {
         const [first] = await store.decide([{ buckets: [inFlight], cost: 7, dryRun: false, lease: "a" }]);
-        expect(first!.outcomes).toEqual([{ conforming: true, remaining: 1, resetAtMs: T0, retryAfterMs: null, delayMs: 0 }]);
+        // resetAt: when one slot more frees itself, the soonest lease's expiry.
+        expect(first!.outcomes).toEqual([{ conforming: true, remaining: 1, resetAtMs: T0 + 30_000, retryAfterMs: null, delayMs: 0 }]);
         clock.advance(5_000);
         expect((await hold("b")).outcomes).toEqual([{ conforming: true, remaining: 0, resetAtMs: T0 + 30_000, retryAfterMs: null, delayMs: 0 }]);
         clock.advance(5_000);

@@ -14,8 +14,9 @@
  * not units of work. It conforms while fewer than `limit` leases are live.
  * Refused, it is told to retry when enough leases have expired for it to
  * conform, which is no later than that (a release frees a slot sooner).
- * remaining is the slots left; resetAt is now while one is free, else when
- * a slot frees itself (the same time as the retry).
+ * remaining is the slots left; resetAt is when one slot more frees itself
+ * at the latest: the soonest lease's expiry (for a full bucket, the same
+ * time as the retry), or now when no lease is held.
  */
 
 import { admitted, refused, type CounterState, type Evaluate, type Usage } from "./types.js";
@@ -25,7 +26,7 @@ export const evaluateConcurrency: Evaluate = (state, now, params) => {
   const held = live(state ?? [], now);
   const usage = (leases: readonly number[]): Usage => ({
     remaining: Math.max(0, limit - leases.length),
-    resetAtMs: leases.length < limit ? now : slotFreesAt(leases, limit),
+    resetAtMs: leases.length === 0 ? now : slotFreesAt(leases, limit),
   });
   const current = usage(held);
   if (held.length >= limit) return refused(held, slotFreesAt(held, limit) - now, current);
@@ -38,9 +39,13 @@ function live(leases: readonly number[], now: number): readonly number[] {
   return leases.filter((expiresAt) => expiresAt > now).sort((a, b) => a - b);
 }
 
-/** When so many leases of a full bucket have expired that one slot is free (the bucket may hold more than `limit` after its limit was lowered). */
+/**
+ * When one slot more is free by expiries alone: the soonest lease's expiry,
+ * or for a full bucket when so many have expired that one slot is (it may
+ * hold more than `limit` after its limit was lowered).
+ */
 function slotFreesAt(leases: readonly number[], limit: number): number {
-  return leases[leases.length - limit]!;
+  return leases[Math.max(0, leases.length - limit)]!;
 }
 
 function withLease(leases: readonly number[], expiresAt: number): CounterState {
