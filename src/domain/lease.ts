@@ -44,6 +44,9 @@ export interface Lease {
 /** The longest lease id accepted: far more than any check's buckets need, little enough to parse without care. */
 export const MAX_LEASE_ID_LENGTH = 16_384;
 
+/** A UUID as crypto.randomUUID writes it. */
+const HOLDER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /** The name of a lease's slot in each of its buckets. A holder is a UUID, 36 characters, so no other tenant and holder make the same name. */
 export function memberOf(tenantId: string, holder: string): string {
   return `${holder}:${tenantId}`;
@@ -66,7 +69,8 @@ export function decodeLease(id: string, field: string): LeaseClaim {
   }
   if (!Array.isArray(parsed) || parsed.length !== 3) throw invalid();
   const [tenantId, holder, buckets] = parsed as unknown[];
-  if (typeof tenantId !== "string" || typeof holder !== "string" || !Array.isArray(buckets) || buckets.length === 0) throw invalid();
+  // A holder of any other form could make the name of another tenant's slot (memberOf).
+  if (typeof tenantId !== "string" || typeof holder !== "string" || !HOLDER.test(holder) || !Array.isArray(buckets) || buckets.length === 0) throw invalid();
   const leased = buckets.map((bucket: unknown): LeasedBucket => {
     if (!Array.isArray(bucket) || bucket.length !== 2 || typeof bucket[0] !== "string" || typeof bucket[1] !== "string") throw invalid();
     return { ruleId: bucket[0], key: bucket[1] };
