@@ -286,11 +286,11 @@ export class Limiter {
    */
   private applicableTo(checks: readonly CheckRequest[], joint: boolean, nowMs: number): { applicable: Applicable[]; partsOf: number[][] | null } {
     if (!joint) return { applicable: this.applicable(checks[0]!, nowMs), partsOf: null };
-    const leasesHeld = (bucket: Applicable) => bucket.params.algorithm !== "CONCURRENCY";
     const applicable: Applicable[] = [];
     const indexOf = new Map<string, number>();
     const partsOf = checks.map((check) =>
-      this.applicable(check, nowMs).filter(leasesHeld).map((bucket) => {
+      // Checks decided together skip CONCURRENCY rules: nothing could release their leases (see the header).
+      this.applicable(check, nowMs).filter((bucket) => bucket.params.algorithm !== "CONCURRENCY").map((bucket) => {
         const id = `${bucket.compiled.rule.id}\u0000${bucket.key}`;
         let index = indexOf.get(id);
         if (index === undefined) {
