@@ -21,7 +21,7 @@ import {
 } from "./generated/operations.js";
 
 const DIMENSIONS: Dimension[] = ["TENANT", "USER", "IP", "API_KEY", "CLIENT", "ENDPOINT"];
-const ALGORITHMS: Algorithm[] = ["SLIDING_WINDOW_COUNTER", "TOKEN_BUCKET", "FIXED_WINDOW", "SLIDING_WINDOW_LOG", "LEAKY_BUCKET"];
+const ALGORITHMS: Algorithm[] = ["SLIDING_WINDOW_COUNTER", "TOKEN_BUCKET", "FIXED_WINDOW", "SLIDING_WINDOW_LOG", "LEAKY_BUCKET", "CONCURRENCY"];
 const WINDOW_UNITS: WindowUnit[] = ["SECONDS", "MINUTES", "HOURS", "DAYS"];
 const ACTIONS: Action[] = ["REJECT", "THROTTLE", "LOG_ONLY"];
 const FAILURE_MODES: FailureMode[] = ["OPEN", "CLOSED", "LOCAL"];

@@ -28,7 +28,7 @@ this comment, on the line of its first one, one `local NAME = n` for each
 code of src/store/redis/script-codes.ts (so line n of this file is line n + 1
 of the library in Redis's error messages):
   ALGO_<algorithm>   ALGO_SLIDING_WINDOW_COUNTER, ALGO_TOKEN_BUCKET, ALGO_FIXED_WINDOW,
-                     ALGO_SLIDING_WINDOW_LOG, ALGO_LEAKY_BUCKET
+                     ALGO_SLIDING_WINDOW_LOG, ALGO_LEAKY_BUCKET, ALGO_CONCURRENCY
   ACTION_<action>    ACTION_REJECT, ACTION_THROTTLE, ACTION_LOG_ONLY
   MODE_<flag>        MODE_DRY_RUN, MODE_RESERVE, MODE_RELEASE (MODE_DECIDE is no flag: 0)
   RELEASE_<outcome>  RELEASE_RESTORED, RELEASE_SUBTRACTED, RELEASE_NOTHING_LEFT
@@ -37,6 +37,8 @@ of the library in Redis's error messages):
 keys   per rule, in the order of the rules in args:
          SLIDING_WINDOW_LOG   1 key:  the bucket's log, a list of release times in ms,
                                       oldest first
+         CONCURRENCY          1 key:  the bucket's leases, a sorted set of slot names
+                                      scored by their expiry in ms (see "Leases")
          any other algorithm  2 keys: the page pair holding the bucket, two hashes
                                       a and b (see "Pages" below)
 args   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
@@ -57,7 +59,8 @@ args   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
                      a calendar rule's has ":C:<marker>:<b1>,...,<b6>" after the
                      action (before any ":G:"), its calendar's marker and six
                      period boundaries in ms (see "Calendars")
-         field       the bucket's field in its page ("" for SLIDING_WINDOW_LOG)
+         field       the bucket's field in its page ("" for SLIDING_WINDOW_LOG);
+                     for CONCURRENCY the check's lease, the slot it takes
        release only: then N receipts, one per rule, as reserve returned them
 Reply  decide (neither MODE_RESERVE nor MODE_RELEASE):
          { now_ms, allowed (1 or 0),
@@ -71,7 +74,8 @@ Reply  decide (neither MODE_RESERVE nor MODE_RELEASE):
            remaining and reset_at_ms as things stand,
            then N receipts: "" where nothing was taken, else what release needs:
            "<state written>/<state before>/<counted at>" for a page's bucket (states
-           as decimal integers joined by ":"), "<stamp>/<dead runs>" for a log }
+           as decimal integers joined by ":"), "<stamp>/<dead runs>" for a log,
+           the lease for CONCURRENCY }
        release (MODE_RELEASE):
          { now_ms, then 1 integer per rule: RELEASE_RESTORED the bucket is back
            exactly as it was, RELEASE_SUBTRACTED the units were subtracted
@@ -89,7 +93,18 @@ and gets back the entries that had left the window, which reserve dropped
 as well, nothing is given back (the units stay counted: an over-count, never
 an over-admission).
 
-Pages. Buckets of every algorithm but the log live as fields of small hashes,
+Leases. A CONCURRENCY bucket holds a slot per request in flight: its sorted
+set's members are the leases (slot names the instance draws, one per check,
+shared by all the check's CONCURRENCY rules), each scored by when it frees
+itself, one window after it was taken. Expired leases are removed before
+the set is counted; an admitted check adds its lease, a refused one adds
+nothing; a release (of a reservation, or releaseLease through this mode
+with a spec whose numbers are not read) removes the lease, replying
+RELEASE_RESTORED when it was still live. The set's TTL is the longest
+window of the leases in it, lengthened only, so an idle bucket frees
+itself.
+
+Pages. Buckets of every algorithm but the log and the leases live as fields of small hashes,
 so that a bucket costs one listpack entry instead of a key of its own (a key
 with a TTL costs over 100 bytes; a field about 30). A bucket's state stops
 mattering one horizon H after its last write (H depends on the algorithm:
@@ -165,13 +180,15 @@ module is prefixed with the module's name.
   meter_settle                               settle                         meter.ts
   meter_usage                                usage (a closure)              meter.ts
   evaluate_sliding_window_log                evaluateSlidingWindowLog       sliding-window-log.ts
+  evaluate_concurrency                       evaluateConcurrency            concurrency.ts
+  concurrency_slot_frees_at                  slotFreesAt                    concurrency.ts
   sliding_window_log_live                    live                           sliding-window-log.ts
   sliding_window_log_usage                   usage (a closure)              sliding-window-log.ts
   the main chunk's `allowed`                 combine                        index.ts
 Inlined here: beyondCapacity (refused with the rule's window),
 earliestRelease (the loop in evaluate_sliding_window_counter). With no twin, as they handle Redis's
 storage: int, decode_state, state_text, horizon_ms, read_bucket,
-write_bucket, append_log and the release's functions.
+write_bucket, append_log, hold_lease and the release's functions.
 
 Speed. The hot path allocates little: one table per rule (its record, built
 with all its fields at once), verdicts written into it, and no closures. A
@@ -601,10 +618,43 @@ local function append_log(key, dead, release, cost, now, window_ms)
   call('PEXPIRE', key, int(release + window_ms - now))
 end
 
+-- When one slot more is free by expiries alone: the soonest lease's expiry,
+-- or for a full bucket the expiry of its (live - limit + 1)th soonest.
+local function concurrency_slot_frees_at(key, live, limit)
+  local index = max(0, live - limit)
+  local at = call('ZRANGE', key, index, index, 'WITHSCORES')
+  return tonumber(at[2])
+end
+
+-- CONCURRENCY (see "Leases" above): one slot per check, whatever its cost.
+local function evaluate_concurrency(r, now)
+  local key, limit = r.key, r.limit
+  call('ZREMRANGEBYSCORE', key, '-inf', int(now))
+  local live = call('ZCARD', key)
+  if live >= limit then
+    local frees = concurrency_slot_frees_at(key, live, limit)
+    return refused(r, frees - now, 0, frees)
+  end
+  local expires = now + r.window_ms
+  local reset, if_reset = now, expires
+  if live > 0 then
+    reset = concurrency_slot_frees_at(key, live, limit)
+    if_reset = min(expires, reset)
+  end
+  return admitted(r, expires, 0, limit - live - 1, if_reset, limit - live, reset)
+end
+
+local function hold_lease(key, lease, expires, now)
+  call('ZADD', key, int(expires), lease)
+  local ttl = int(expires - now)
+  call('PEXPIRE', key, ttl, 'NX')
+  call('PEXPIRE', key, ttl, 'GT')
+end
+
 local function horizon_ms(algorithm, limit, window_ms, capacity)
   if algorithm == ALGO_FIXED_WINDOW then return 2 * window_ms end
   if algorithm == ALGO_SLIDING_WINDOW_COUNTER then return 3 * window_ms end
-  if algorithm == ALGO_SLIDING_WINDOW_LOG then return window_ms end
+  if algorithm == ALGO_SLIDING_WINDOW_LOG or algorithm == ALGO_CONCURRENCY then return window_ms end
   return div_ceil((capacity + limit) * window_ms, limit)
 end
 
@@ -776,6 +826,11 @@ end
 
 local function release(r, receipt, now, cost)
   if receipt == '' then return RELEASE_NOTHING_LEFT end
+  if r.algorithm == ALGO_CONCURRENCY then
+    call('ZREMRANGEBYSCORE', r.key, '-inf', int(now))
+    if call('ZREM', r.key, receipt) == 1 then return RELEASE_RESTORED end
+    return RELEASE_NOTHING_LEFT
+  end
   if r.algorithm == ALGO_SLIDING_WINDOW_LOG then
     local stamp, runs = match(receipt, '^([^/]*)/(.*)$')
     local removed = call('LREM', r.key, -cost, stamp)
@@ -829,7 +884,7 @@ local function decide(keys, args)
       previous = false, expires = 0, dead = 0, conforming = false, delay = 0, retry = false, if_remaining = 0, if_reset = 0,
       remaining = 0, reset = 0, next = false, counted_at = false,
     }
-    if algorithm == ALGO_SLIDING_WINDOW_LOG then
+    if algorithm == ALGO_SLIDING_WINDOW_LOG or algorithm == ALGO_CONCURRENCY then
       r.key = keys[key_index]
       key_index = key_index + 1
     else
@@ -851,6 +906,8 @@ local function decide(keys, args)
     local algorithm = r.algorithm
     if algorithm == ALGO_SLIDING_WINDOW_LOG then
       evaluate_sliding_window_log(r, now, cost)
+    elseif algorithm == ALGO_CONCURRENCY then
+      evaluate_concurrency(r, now)
     elseif algorithm == ALGO_SLIDING_WINDOW_COUNTER then
       evaluate_sliding_window_counter(r, read_bucket(r, now), now, cost)
     elseif algorithm == ALGO_FIXED_WINDOW then
@@ -873,6 +930,9 @@ local function decide(keys, args)
       if r.algorithm == ALGO_SLIDING_WINDOW_LOG then
         if reserving then receipt = int(r.next) .. '/' .. dead_runs(r.key, r.dead) end
         append_log(r.key, r.dead, r.next, cost, now, r.window_ms)
+      elseif r.algorithm == ALGO_CONCURRENCY then
+        hold_lease(r.key, r.field, r.next, now)
+        if reserving then receipt = r.field end
       else
         write_bucket(r, r.next, now)
         if reserving then receipt = state_text(r.next) .. '/' .. state_text(r.previous) .. '/' .. (r.counted_at or '') end

@@ -31,6 +31,8 @@ import { pino } from "pino";
 import { startApp } from "../src/app.js";
 import { loadSettings } from "../src/config/settings.js";
 import type { Algorithm } from "../src/domain/rule.js";
+/** The algorithms limiting a rate; CONCURRENCY limits requests in flight, which no rate measures. */
+type RateAlgorithm = Exclude<Algorithm, "CONCURRENCY">;
 import { createScratchDatabase } from "../test/harness/scratch-database.js";
 import { judgeFixedWindow, judgeTokenBucket, judgeTrailingWindow, sum, type Judged, type Observed, type Rule } from "./accuracy/truth.js";
 
@@ -43,7 +45,7 @@ const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 /** Cloudflare's published share of wrong decisions for its sliding window counter. */
 const CLOUDFLARE_ERROR_SHARE = 0.00003;
 
-const ALGORITHMS: Algorithm[] = ["SLIDING_WINDOW_LOG", "FIXED_WINDOW", "TOKEN_BUCKET", "LEAKY_BUCKET", "SLIDING_WINDOW_COUNTER"];
+const ALGORITHMS: RateAlgorithm[] = ["SLIDING_WINDOW_LOG", "FIXED_WINDOW", "TOKEN_BUCKET", "LEAKY_BUCKET", "SLIDING_WINDOW_COUNTER"];
 const EXACT: Algorithm[] = ["SLIDING_WINDOW_LOG", "FIXED_WINDOW", "TOKEN_BUCKET", "LEAKY_BUCKET"];
 
 interface ClosedLoopPhase {
@@ -62,13 +64,13 @@ interface OpenLoopPhase {
   /** Each user's rate, as a multiple of its limit, is drawn uniformly from this range. */
   rateRange: [number, number];
   /** Users per algorithm: the sliding window counter gets most, its error share is the goal. */
-  users: Record<Algorithm, number>;
+  users: Record<RateAlgorithm, number>;
 }
 
 type Phase = ClosedLoopPhase | OpenLoopPhase;
 
 const POISSON_RULE: Rule = { limit: 10, windowMs: 2_000, capacity: 10 };
-const OPEN_LOOP_USERS: Record<Algorithm, number> = short
+const OPEN_LOOP_USERS: Record<RateAlgorithm, number> = short
   ? { SLIDING_WINDOW_COUNTER: 120, SLIDING_WINDOW_LOG: 20, FIXED_WINDOW: 20, TOKEN_BUCKET: 20, LEAKY_BUCKET: 20 }
   : { SLIDING_WINDOW_COUNTER: 160, SLIDING_WINDOW_LOG: 20, FIXED_WINDOW: 20, TOKEN_BUCKET: 20, LEAKY_BUCKET: 20 };
 const CONTENTION: ClosedLoopPhase = {

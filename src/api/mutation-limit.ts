@@ -7,7 +7,9 @@ import { toGraphQLError } from "./errors.js";
  * Every mutation counts against the caller's admin limit before it runs, one
  * per root field (fragments at the root counted too), so every mutation,
  * present or future, is covered and queries pay nothing. (Subscriptions never
- * reach Apollo: the HTTP layer refuses them.)
+ * reach Apollo: the HTTP layer refuses them.) releaseLease alone is not
+ * counted: it ends a check (a CONCURRENCY lease), as often as checks come,
+ * and changes nothing but that check's own slots.
  */
 export const mutationLimit: ApolloServerPlugin<ApiContext> = {
   async requestDidStart() {
@@ -18,7 +20,8 @@ export const mutationLimit: ApolloServerPlugin<ApiContext> = {
           document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]),
         );
         try {
-          await contextValue.services.mutations.admit(contextValue.principal, rootFields(operation.selectionSet, fragments, new Set()));
+          const counted = rootFields(operation.selectionSet, fragments, new Set());
+          if (counted > 0) await contextValue.services.mutations.admit(contextValue.principal, counted);
         } catch (error) {
           throw toGraphQLError(error) ?? error;
         }
@@ -27,11 +30,13 @@ export const mutationLimit: ApolloServerPlugin<ApiContext> = {
   },
 };
 
+const UNCOUNTED_FIELDS: ReadonlySet<string> = new Set(["releaseLease"]);
+
 /** The root fields a selection set runs, with fragments spread in (a fragment cycle is refused by validation before this). */
 function rootFields(set: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, spreading: Set<string>): number {
   let count = 0;
   for (const selection of set.selections) {
-    if (selection.kind === Kind.FIELD) count++;
+    if (selection.kind === Kind.FIELD) count += UNCOUNTED_FIELDS.has(selection.name.value) ? 0 : 1;
     else if (selection.kind === Kind.INLINE_FRAGMENT) count += rootFields(selection.selectionSet, fragments, spreading);
     else {
       const fragment = fragments.get(selection.name.value);

@@ -54,12 +54,14 @@ import {
   FloodgateChecksDocument,
   FloodgateChecksInFullDocument,
   FloodgateInvalidationsDocument,
+  FloodgateReleaseLeaseDocument,
   FloodgateResetLimitDocument,
   FloodgateRulesDocument,
   type CheckLimitsInput,
   type FloodgateChecksInFullQuery,
   type FloodgateChecksQuery,
   type FloodgateRulesQuery,
+  type FloodgateReleaseLeaseMutation,
   type FloodgateResetLimitMutation,
 } from "./generated/operations.js";
 import { InvalidationFeed } from "./invalidation-feed.js";
@@ -251,6 +253,23 @@ export class FloodgateClient {
     if (data?.resetLimit === undefined) throw errorOf(errors);
     this.cache?.forgetBucket(ruleId, key);
     return data.resetLimit;
+  }
+
+  /**
+   * Frees the slots of a CONCURRENCY lease (decision.lease.id) once the
+   * request it admitted has ended: true when any was still held, false when
+   * none was (released already, expired). Throws FloodgateError UNAVAILABLE
+   * when Floodgate cannot be asked; the lease then frees itself at its
+   * expiresAt.
+   */
+  async releaseLease(id: string): Promise<boolean> {
+    if (this.closed) throw new FloodgateError("the client is closed", "CLIENT_CLOSED");
+    const body = JSON.stringify({ query: RELEASE_LEASE, variables: { id } });
+    const answer = await this.post<FloodgateReleaseLeaseMutation>(body, Date.now() + this.timeoutMs);
+    if ("outage" in answer) throw new FloodgateError(`Floodgate could not be asked to release the lease (${answer.outage})`, "UNAVAILABLE");
+    const { data, errors } = answer.body;
+    if (data?.releaseLease === undefined) throw errorOf(errors);
+    return data.releaseLease;
   }
 
   stats(): ClientStats {
@@ -449,6 +468,7 @@ const CHECKS_PREFIX = batchPrefix(String(FloodgateChecksDocument));
 const CHECKS_IN_FULL_PREFIX = batchPrefix(String(FloodgateChecksInFullDocument));
 const RULES_PREFIX = batchPrefix(String(FloodgateRulesDocument));
 const RESET_LIMIT = compact(String(FloodgateResetLimitDocument));
+const RELEASE_LEASE = compact(String(FloodgateReleaseLeaseDocument));
 const INVALIDATIONS = compact(String(FloodgateInvalidationsDocument));
 
 /** The checks in up to `parts` parts, each caller's checks in one part, in their order; no part empty. */

@@ -51,5 +51,6 @@ export function ruleLessDecision(allowed: boolean, nowMs: number): FloodgateDeci
     results: [],
     headers: retryAfterHeaders(retryAfter),
     reason: null,
+    lease: null,
   };
 }

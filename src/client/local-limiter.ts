@@ -118,6 +118,7 @@ export class LocalLimiter {
       headers: retryAfterHeaders(retryAfter),
       // Access lists and bans live in Floodgate: the client's own decisions know none.
       reason: null,
+      lease: null,
     };
   }
 
@@ -126,6 +127,8 @@ export class LocalLimiter {
     for (const known of this.rules.values()) {
       const { rule, glob, when } = known;
       if (!rule.enabled || (rule.tenantId !== request.tenantId && rule.tenantId !== ALL_TENANTS)) continue;
+      // A lease granted here could never be released through Floodgate: during an outage CONCURRENCY rules do not limit.
+      if (rule.algorithm === "CONCURRENCY") continue;
       if (rule.method !== null && rule.method !== request.method) continue;
       if (when !== null && !when(request.attributes)) continue;
       if (glob !== null && (request.resource === null || !glob.matches(request.resource))) continue;

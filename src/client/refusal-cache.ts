@@ -6,8 +6,9 @@
  * counted from when the check was sent. Only an enforcing refusal counted
  * against Floodgate's counters is remembered: never an admission, a degraded
  * (failure-mode) answer, a screened one (a deny list entry or a ban: removing
- * an entry or lifting a ban is not pushed as an invalidation), or anything
- * the client decided itself.
+ * an entry or lifting a ban is not pushed as an invalidation), anything the
+ * client decided itself, or a refusal by a CONCURRENCY rule, which a release
+ * ends before any time it could give.
  *
  * Why it stays true: a refused bucket only drains with time, and other
  * requests only add to it; only two things can make it admit sooner, a change
@@ -76,6 +77,7 @@ export class RefusalCache {
   /** Learns from Floodgate's answer to a check sent at `mark` (see mark()). */
   learn(request: CheckLimitsInput, decision: FloodgateDecision, sentAtMs: number, mark: number): void {
     if (decision.allowed || decision.degraded || decision.reason !== null || decision.retryAfter === null) return;
+    if (decision.results.some((r) => !r.allowed && r.rule.algorithm === "CONCURRENCY")) return;
     if (!this.live || mark !== this.invalidations) return;
     this.entries.set(keyOf(request), { decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfter * 1000 });
   }

@@ -1,3 +1,4 @@
+import type { Lease } from "./lease.js";
 import type { Override } from "./override.js";
 import type { Action, Rule } from "./rule.js";
 import type { DecisionReason } from "./screening.js";
@@ -70,6 +71,8 @@ export interface Decision {
   nearLimit: boolean;
   results: RuleResult[];
   headers: HttpHeader[];
+  /** Set when CONCURRENCY rules admitted the request: the slots it holds until releaseLease (domain/lease.ts). */
+  lease?: Lease;
 }
 
 /**

@@ -8,6 +8,7 @@ import type { AccessList, ListEntry, ListEntryChange, ListEntrySpec } from "./ac
 import type { Principal, Role } from "./access.js";
 import type { EventListener, EventMap, EventTopic } from "./events.js";
 import type { ChangeOrigin, RuleRevision } from "./revision.js";
+import type { LeasedBucket } from "./lease.js";
 import type { Override, OverrideSpec } from "./override.js";
 import type { FailureMode, Rule, RuleSpec } from "./rule.js";
 import type { BucketUsage, UsageBatch, UsageCounts } from "./usage.js";
@@ -33,6 +34,17 @@ export interface CounterCall {
   buckets: BucketRef[];
   cost: number;
   dryRun: boolean;
+  /**
+   * The slot's name (lease.ts memberOf) each CONCURRENCY bucket holds when
+   * the call is admitted; required when the call has one.
+   */
+  lease?: string;
+}
+
+/** The call's lease, which a call with a CONCURRENCY bucket must name. */
+export function leaseOf(call: CounterCall): string {
+  if (call.lease === undefined) throw new Error("a call with a CONCURRENCY bucket must name its lease");
+  return call.lease;
 }
 
 export interface CounterReply {
@@ -66,6 +78,8 @@ export interface CounterStore {
   decide(calls: readonly CounterCall[], options?: DecideOptions): Promise<CounterReply[]>;
   /** Forgets one bucket; true when there was something to forget. */
   reset(ruleId: string, key: string): Promise<boolean>;
+  /** Frees the slot named `lease` in each CONCURRENCY bucket; true when any bucket still held it. */
+  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -118,6 +132,7 @@ export interface LocalCounterStore {
    * buckets are reported as they stand.
    */
   decideOne(call: CounterCall, refusedElsewhere?: boolean): CounterReply;
+  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean>;
   close(): Promise<void>;
 }
 

@@ -142,6 +142,12 @@ export function validateAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) =
       `needs FIXED_WINDOW, whose count starts again when a period starts (got ${spec.algorithm}); a sliding or draining limit has no period boundary to reset on`,
     );
   }
+  if (spec.algorithm === "CONCURRENCY" && spec.action === "THROTTLE") {
+    throw new ValidationError(f("action"), "THROTTLE cannot hold a request for CONCURRENCY, whose slots free when requests end, not at a time known ahead; use REJECT or LOG_ONLY");
+  }
+  if (spec.algorithm === "CONCURRENCY" && spec.limit > RULE_BOUNDS.maxLogLimit) {
+    throw new ValidationError(f("limit"), `must be at most ${RULE_BOUNDS.maxLogLimit} for CONCURRENCY, which stores one lease per request in flight`);
+  }
   if (spec.algorithm === "SLIDING_WINDOW_LOG" && spec.limit > RULE_BOUNDS.maxLogLimit) {
     throw new ValidationError(
       f("limit"),

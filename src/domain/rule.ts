@@ -12,6 +12,7 @@ export const ALGORITHMS = [
   "FIXED_WINDOW",
   "SLIDING_WINDOW_LOG",
   "LEAKY_BUCKET",
+  "CONCURRENCY",
 ] as const;
 export type Algorithm = (typeof ALGORITHMS)[number];
 

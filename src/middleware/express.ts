@@ -6,11 +6,13 @@
  * Every checked response carries the decision's headers; a denial is answered
  * here (429, or 403 for a deny-listed request; problem details); THROTTLE holds the request for its delay; a
  * caller's fault the client reports (bad token, say) goes to next(error).
+ * A CONCURRENCY lease is released when the response finishes or its
+ * connection closes.
  * See gate.ts for how a request becomes a check.
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createGate, type Gate, type MiddlewareOptions, type RequestView } from "./gate.js";
+import { createGate, releaseWhenDone, type Gate, type MiddlewareOptions, type RequestView } from "./gate.js";
 
 export type ExpressMiddleware = ((request: IncomingMessage, response: ServerResponse, next: (error?: unknown) => void) => void) & {
   /** The gate, whose client stats() can be read; close() closes a client the middleware made. */
@@ -23,6 +25,7 @@ export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressM
     gate.decide(request).then((verdict) => {
       if (verdict.kind === "skip") return next();
       for (const { name, value } of verdict.headers) response.setHeader(name, value);
+      releaseWhenDone(gate, verdict, response);
       if (verdict.kind === "deny") {
         response.statusCode = verdict.status;
         response.end(verdict.body);

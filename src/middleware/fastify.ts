@@ -7,12 +7,14 @@
  * It checks in onRequest, before the body is read: the decision's headers go
  * on every checked reply; a denial is answered there (429, or 403 for a deny-listed request; problem details);
  * THROTTLE holds the request for its delay. A client the plugin made is closed
- * with the server. See gate.ts for how a request becomes a check.
+ * with the server. A CONCURRENCY lease is released when the reply has been
+ * sent (onResponse) or the request aborted, by the raw response's finish or
+ * close, which cover both. See gate.ts for how a request becomes a check.
  */
 
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { nodeRequestView } from "./express.js";
-import { createGate, type Gate, type MiddlewareOptions } from "./gate.js";
+import { createGate, releaseWhenDone, type Gate, type MiddlewareOptions } from "./gate.js";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -32,6 +34,7 @@ export function floodgatePlugin(fastify: FastifyInstance, options: FloodgatePlug
     const verdict = await gate.decide(request);
     if (verdict.kind === "skip") return;
     for (const { name, value } of verdict.headers) void reply.header(name, value);
+    releaseWhenDone(gate, verdict, reply.raw);
     if (verdict.kind === "deny") return reply.code(verdict.status).send(verdict.body);
     if (verdict.delayMs > 0) await sleep(verdict.delayMs);
   });

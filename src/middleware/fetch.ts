@@ -11,17 +11,26 @@
  *     c.res = limit.withHeaders(c.req.raw, c.res);    // the decision's headers on allowed responses too
  *   });
  *
+ * A request admitted by CONCURRENCY rules holds a lease until its response
+ * has been sent. withHeaders hands the lease back by itself: the response it
+ * returns releases it when its body has been read to the end or cancelled
+ * (at once when it has none). A handler that does not pass its response
+ * through withHeaders calls limit.release(request) when it is done.
+ *
  * Fetch runtimes do not tell a Request's peer address: pass it as the second
  * argument where the runtime has it, or read it with extract.ip (a
  * platform's header, such as CF-Connecting-IP). See gate.ts for the rest.
  */
 
 import type { HttpHeader } from "../client/index.js";
+import type { FloodgateDecision } from "../client/index.js";
 import { createGate, type Gate, type MiddlewareOptions } from "./gate.js";
 
 export type FetchLimiter = ((request: Request, connection?: { remoteAddress?: string }) => Promise<Response | undefined>) & {
-  /** The response with the headers of the decision made for this request (a copy when its headers cannot change). */
+  /** The response with the headers of the decision made for this request (a copy when its headers cannot change), releasing its lease once its body is sent. */
   withHeaders(request: Request, response: Response): Response;
+  /** Releases the lease of the decision made for this request, if it holds one (once; never rejects). */
+  release(request: Request): Promise<void>;
   readonly gate: Gate<Request>;
 };
 
@@ -30,6 +39,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export function floodgate(options: MiddlewareOptions<Request>): FetchLimiter {
   const peers = new WeakMap<Request, string>();
   const passed = new WeakMap<Request, HttpHeader[]>();
+  const leased = new WeakMap<Request, FloodgateDecision>();
   const gate = createGate<Request>(options, (request) => ({
     method: request.method,
     url: request.url,
@@ -42,15 +52,47 @@ export function floodgate(options: MiddlewareOptions<Request>): FetchLimiter {
     if (verdict.kind === "skip") return undefined;
     if (verdict.kind === "deny") return new Response(verdict.body, { status: verdict.status, headers: verdict.headers.map(({ name, value }) => [name, value]) });
     passed.set(request, verdict.headers);
+    if (verdict.decision.lease) leased.set(request, verdict.decision);
     if (verdict.delayMs > 0) await sleep(verdict.delayMs);
     return undefined;
   };
+  const release = (request: Request): Promise<void> => {
+    const decision = leased.get(request);
+    if (decision === undefined) return Promise.resolve();
+    leased.delete(request);
+    return gate.release(decision);
+  };
   const withHeaders = (request: Request, response: Response): Response => {
     const headers = passed.get(request) ?? [];
-    if (headers.length === 0) return response;
-    const target = new Response(response.body, response);
+    const holdsLease = leased.has(request);
+    if (headers.length === 0 && !holdsLease) return response;
+    if (holdsLease && response.body === null) void release(request);
+    const body = holdsLease && response.body !== null ? releasingAtEnd(response.body, () => void release(request)) : response.body;
+    const target = new Response(body, response);
     for (const { name, value } of headers) target.headers.set(name, value);
     return target;
   };
-  return Object.assign(limit, { withHeaders, gate });
+  return Object.assign(limit, { withHeaders, release, gate });
+}
+
+/** The body as it was, calling `done` once it has been read to its end, failed or been cancelled. */
+function releasingAtEnd(body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: ended, value } = await reader.read();
+        if (!ended) return controller.enqueue(value);
+        controller.close();
+        done();
+      } catch (error) {
+        done();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      done();
+      return reader.cancel(reason);
+    },
+  });
 }

@@ -24,6 +24,11 @@
  * body says "access denied" and nothing of the list, whose entry the
  * decision's reason names for the server's own log); THROTTLE's delay to
  * wait before going on; LOG_ONLY goes on. Paths on the skip list are not checked.
+ *
+ * A request admitted by CONCURRENCY rules holds a lease (decision.lease)
+ * while it is in flight; each adapter hands it back with `release` when the
+ * response has ended (or the connection closed), so that a slot is held
+ * exactly as long as its request.
  */
 
 import { FloodgateClient, type FloodgateClientOptions, type FloodgateDecision, type HttpHeader } from "../client/index.js";
@@ -81,6 +86,12 @@ export interface Gate<Req> {
   readonly client: FloodgateClient;
   /** Checks the request (unless skipped) and says what to do with it. Rejects only with the client's FloodgateError (a caller's fault, never an outage). */
   decide(request: Req): Promise<Verdict>;
+  /**
+   * Releases the decision's lease, if it has one. Never rejects: a release
+   * Floodgate cannot be asked for leaves the lease to free itself at its
+   * expiresAt.
+   */
+  release(decision: FloodgateDecision): Promise<void>;
   /** Closes the client if the gate made it. */
   close(): Promise<void>;
 }
@@ -126,8 +137,24 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
       if (decision.reason?.code === "DENY_LISTED") return { kind: "deny", decision, status: 403, ...accessDenied(decision, problemType) };
       return { kind: "deny", decision, status: 429, ...problem(decision, problemType) };
     },
+    release: (decision) => (decision.lease ? client.releaseLease(decision.lease.id).then(ignore, ignore) : Promise.resolve()),
     close: () => (owned ? client.close() : Promise.resolve()),
   };
+}
+
+function ignore(): void {}
+
+/** Releases the verdict's lease once the response has been sent or its connection closed, whichever comes first (once). */
+export function releaseWhenDone(gate: Gate<unknown>, verdict: Verdict, response: { once(event: "finish" | "close", listener: () => void): unknown }): void {
+  if (verdict.kind !== "pass" || !verdict.decision.lease) return;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    void gate.release(verdict.decision);
+  };
+  response.once("finish", release);
+  response.once("close", release);
 }
 
 /**

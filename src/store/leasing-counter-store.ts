@@ -23,7 +23,8 @@
  *       grant. A meter being drawn down faster than it refills owes enough for
  *       its leases to last; one that is nearly full owes too little for any.
  * SLIDING_WINDOW_LOG (a unit is stamped with the time it is counted, and
- * leaves the window one window later), THROTTLE (its wait depends on the
+ * leaves the window one window later), CONCURRENCY (a slot is freed by a
+ * release, which a budget taken ahead would never see), THROTTLE (its wait depends on the
  * line) and LOG_ONLY buckets are never leased, nor is anything in a dry run,
  * which reads the store.
  *
@@ -54,6 +55,7 @@
 import { windowFrame, type LimitParams } from "../domain/algorithms/index.js";
 import type { BucketOutcome } from "../domain/algorithms/index.js";
 import { LruCache } from "../domain/lru-cache.js";
+import type { LeasedBucket } from "../domain/lease.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, DecideOptions } from "../domain/ports.js";
 import { noTelemetry, type Telemetry } from "../domain/telemetry.js";
 
@@ -155,6 +157,11 @@ export class LeasingCounterStore implements CounterStore {
   async reset(ruleId: string, key: string): Promise<boolean> {
     this.forget(ruleId, key);
     return this.options.inner.reset(ruleId, key);
+  }
+
+  /** A CONCURRENCY rule's lease (not one of this store's budgets, which CONCURRENCY buckets never get): the inner store's. */
+  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    return this.options.inner.releaseLease(lease, buckets);
   }
 
   /** Drops this instance's lease of a bucket: its units are no longer counted in the store. */

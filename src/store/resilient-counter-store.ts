@@ -26,6 +26,7 @@
 
 import type { LimitParams } from "../domain/algorithms/index.js";
 import { UnavailableError } from "../domain/errors.js";
+import type { LeasedBucket } from "../domain/lease.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, DecideOptions, LocalCounterStore, ShardedCounterStore, Unsubscribe } from "../domain/ports.js";
 import type { FailureMode } from "../domain/rule.js";
 import { CircuitBreaker, type BreakerState } from "../domain/circuit-breaker.js";
@@ -117,6 +118,28 @@ export class ResilientCounterStore implements CounterStore {
     }
   }
 
+  /**
+   * Frees the lease where its check was decided: in this instance's own
+   * counters when LOCAL rules decided it while the store was unreachable (a
+   * check is decided wholly by the store or wholly by failure mode, so such
+   * a lease holds nothing in the store), else in the store, shard by shard
+   * as reset does. A shard that cannot be reached fails the release: the
+   * lease then expires with its window.
+   */
+  async releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    if (await this.options.local.releaseLease(lease, buckets)) return true;
+    const breakers = [...new Set(buckets.map(({ ruleId, key }) => this.breakerOf(this.options.primary.shardOf(ruleId, key))))];
+    if (!breakers.every((breaker) => breaker.allows())) throw new UnavailableError("the counter store is unreachable; try again shortly");
+    try {
+      const released = await withDeadline(this.options.primary.releaseLease(lease, buckets), this.options.timeoutMs);
+      for (const breaker of breakers) breaker.succeeded();
+      return released;
+    } catch (error) {
+      for (const breaker of breakers) breaker.failed();
+      throw new UnavailableError("the counter store is unreachable; try again shortly", { cause: error });
+    }
+  }
+
   /** Every known shard's breaker state (for /readyz). */
   breakerStates(): Record<string, BreakerState> {
     return Object.fromEntries([...this.breakers].map(([shard, breaker]) => [shard, breaker.state]));
@@ -174,7 +197,7 @@ export class ResilientCounterStore implements CounterStore {
     const retryAtMs = Math.max(...[...breakers].map((b) => b.retryAtMs));
     const closedRefuses = call.buckets.some((b) => modeOf(b) === "CLOSED" && b.params.action !== "LOG_ONLY");
     const localBuckets = call.buckets.filter((b) => modeOf(b) === "LOCAL").map((b) => this.share(b));
-    const localReply = local.decideOne({ buckets: localBuckets, cost: call.cost, dryRun: call.dryRun }, closedRefuses);
+    const localReply = local.decideOne({ ...call, buckets: localBuckets }, closedRefuses);
     let next = 0;
     const outcomes = call.buckets.map((bucket) => {
       switch (modeOf(bucket)) {

@@ -198,6 +198,16 @@ describe.runIf(await realStorageAvailable())("Envoy rate limit service over gRPC
     expect(response.response_headers_to_add).toEqual([]);
   });
 
+  it("skips CONCURRENCY rules, whose leases Envoy could never release: their descriptors answer OK without a limit", async () => {
+    const shop = newTenant();
+    await rule(shop, { scope: ["IP"], algorithm: "CONCURRENCY", limit: 1 });
+    for (let i = 0; i < 3; i++) {
+      const response = await admin.shouldRateLimit({ domain: shop, descriptors: [ip("10.9.9.9")] });
+      expect(response.overall_code).toBe("OK");
+      expect(response.statuses).toEqual([{ code: "OK", current_limit: null, limit_remaining: 0, duration_until_reset: null }]);
+    }
+  });
+
   it("answers LOG_ONLY's would-be refusals OK and publishes them as shadow throttle events", async () => {
     const shop = newTenant();
     const shadow = await rule(shop, { scope: ["IP"], resource: "/shadow", limit: 1, action: "LOG_ONLY" });

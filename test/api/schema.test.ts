@@ -53,6 +53,8 @@ describe("schema.graphql", () => {
     // Issue 16: a FIXED_WINDOW rule counting per calendar period; without a calendar, per window as before.
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field calendar on input type CreateRuleInput was added.",
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field calendar on input type UpdateRuleInput was added.",
+    // Issue 16: CONCURRENCY rules, limiting the requests in flight; a client that does not know it reads only rules it did not make.
+    "VALUE_ADDED_TO_ENUM: CONCURRENCY was added to enum type Algorithm.",
   ];
 
   it("makes no dangerous change to the contract (argument defaults, enum values, optional arguments) beyond the chosen extensions", () => {

@@ -310,6 +310,27 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
     });
   });
 
+  describe("CONCURRENCY leases", () => {
+    it("hands back the decision's lease, releases it with releaseLease, and never remembers a CONCURRENCY refusal", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 1, { algorithm: "CONCURRENCY" });
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
+      await untilCacheLive(client);
+      const request = { tenantId, userId: "u1" };
+      const admitted = await client.check(request);
+      expect(admitted.allowed).toBe(true);
+      expect(admitted.lease?.id).toEqual(expect.any(String));
+      for (let i = 0; i < 3; i++) expect(await client.check(request)).toMatchObject({ allowed: false, source: "COUNTER_STORE", lease: null });
+      expect(client.stats().refusalCache?.entries).toBe(0);
+      expect(await client.releaseLease(admitted.lease!.id)).toBe(true);
+      expect(await client.releaseLease(admitted.lease!.id)).toBe(false);
+      expect((await client.check(request)).allowed).toBe(true);
+      await expect(client.releaseLease("not a lease")).rejects.toMatchObject({ code: "BAD_USER_INPUT" });
+      const down = track(patientClient(await refusingUrl(), "any-token", { cache: false }));
+      await expect(down.releaseLease(admitted.lease!.id)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    });
+  });
+
   describe("resetLimit", () => {
     it("resets a bucket through Floodgate, and throws UNAVAILABLE when Floodgate cannot be asked", async () => {
       const tenantId = newTenant();

@@ -356,7 +356,7 @@ describe("validateNewRule scope", () => {
 
 describe("validateNewRule enums", () => {
   it.each([
-    ["algorithm", "GCRA", "SLIDING_WINDOW_COUNTER, TOKEN_BUCKET, FIXED_WINDOW, SLIDING_WINDOW_LOG, LEAKY_BUCKET"],
+    ["algorithm", "GCRA", "SLIDING_WINDOW_COUNTER, TOKEN_BUCKET, FIXED_WINDOW, SLIDING_WINDOW_LOG, LEAKY_BUCKET, CONCURRENCY"],
     ["windowUnit", "WEEKS", "SECONDS, MINUTES, HOURS, DAYS"],
     ["action", "DROP", "REJECT, THROTTLE, LOG_ONLY"],
     ["failureMode", "MAYBE", "OPEN, CLOSED, LOCAL"],
@@ -383,7 +383,7 @@ describe("validateNewRule enums", () => {
 
   it("rejects a non-string enum value", () => {
     expect(rejectNew({ ...valid, algorithm: 3 }).message).toBe(
-      "input.algorithm must be one of SLIDING_WINDOW_COUNTER, TOKEN_BUCKET, FIXED_WINDOW, SLIDING_WINDOW_LOG, LEAKY_BUCKET (got 3)",
+      "input.algorithm must be one of SLIDING_WINDOW_COUNTER, TOKEN_BUCKET, FIXED_WINDOW, SLIDING_WINDOW_LOG, LEAKY_BUCKET, CONCURRENCY (got 3)",
     );
   });
 });
@@ -426,6 +426,31 @@ describe("validateNewRule SLIDING_WINDOW_LOG", () => {
 
   it("allows the same limit for SLIDING_WINDOW_COUNTER", () => {
     expect(validateNewRule({ ...valid, algorithm: "SLIDING_WINDOW_COUNTER", limit: 100_001 }).limit).toBe(100_001);
+  });
+});
+
+describe("validateNewRule CONCURRENCY", () => {
+  it("accepts REJECT and LOG_ONLY, and a limit up to the log's bound", () => {
+    expect(validateNewRule({ ...valid, algorithm: "CONCURRENCY", limit: RULE_BOUNDS.maxLogLimit }).algorithm).toBe("CONCURRENCY");
+    expect(validateNewRule({ ...valid, algorithm: "CONCURRENCY", action: "LOG_ONLY" }).action).toBe("LOG_ONLY");
+  });
+
+  it("rejects THROTTLE, which has no time to wait for", () => {
+    const error = rejectNew({ ...valid, algorithm: "CONCURRENCY", action: "THROTTLE" });
+    expect(error.field).toBe("input.action");
+    expect(error.message).toBe(
+      "input.action THROTTLE cannot hold a request for CONCURRENCY, whose slots free when requests end, not at a time known ahead; use REJECT or LOG_ONLY",
+    );
+  });
+
+  it("rejects a limit above the leases one bucket may store", () => {
+    const error = rejectNew({ ...valid, algorithm: "CONCURRENCY", limit: RULE_BOUNDS.maxLogLimit + 1 });
+    expect(error.field).toBe("input.limit");
+    expect(error.message).toBe(`input.limit must be at most ${RULE_BOUNDS.maxLogLimit} for CONCURRENCY, which stores one lease per request in flight`);
+  });
+
+  it("rejects GLOBAL, whose regions cannot share leases", () => {
+    expect(rejectNew({ ...valid, algorithm: "CONCURRENCY", reach: "GLOBAL" }).field).toBe("input.reach");
   });
 });
 

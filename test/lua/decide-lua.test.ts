@@ -296,7 +296,8 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
 
     // After the release, x and y must decide alike at any time.
     const cases: { algorithm: (typeof ALGORITHMS)[number]; reserveAt: number; otherAt: number; releaseAt: number; given: number }[] = [
-      ...ALGORITHMS.map((algorithm) => ({ algorithm, reserveAt: 1_000, otherAt: 2_000, releaseAt: 3_000, given: algorithm === "SLIDING_WINDOW_LOG" ? 2 : 1 })),
+      // CONCURRENCY takes a lease, not units: its release is tested below ("CONCURRENCY").
+      ...ALGORITHMS.filter((algorithm) => algorithm !== "CONCURRENCY").map((algorithm) => ({ algorithm, reserveAt: 1_000, otherAt: 2_000, releaseAt: 3_000, given: algorithm === "SLIDING_WINDOW_LOG" ? 2 : 1 })),
       // The counts moved from current to previous at the window boundary.
       { algorithm: "SLIDING_WINDOW_COUNTER", reserveAt: 1_000, otherAt: 61_000, releaseAt: 62_000, given: 1 },
       // A fixed window forgets the previous window: nothing is left to give back.
@@ -343,6 +344,71 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       await check([changed]);
       expect(await run(one(changed), MODE.RELEASE, receipt)).toEqual([T0, 0]);
       expect((await check([changed], 1, true)).outcomes[0]!.remaining).toBe(0);
+    });
+  });
+
+  describe("CONCURRENCY", () => {
+    const leases: BucketRef = { ruleId: "r3", key: "user:u1", params: { algorithm: "CONCURRENCY", limit: 2, windowMs: 30_000, capacity: 2, action: "REJECT" } };
+    let key: string;
+    beforeEach(() => {
+      key = `${prefix}{r3:0}:c:user:u1`;
+    });
+    const hold = (lease: string, buckets: BucketRef[] = [leases], dryRun = false) => store.decide([{ buckets, cost: 1, dryRun, lease }]).then((r) => r[0]!);
+    const run = (call: CounterCall, mode: Mode, ...receipts: string[]) =>
+      scripted.floodgateDecide(...([...decideArgs(layout, call, call.buckets.map((_, i) => i), mode, clock.now()), ...receipts] as ScriptArgs));
+
+    it("keeps a bucket's leases as a sorted set scored by expiry, in the hash-tag slot of the rule's page, expiring with the window", async () => {
+      const reply = await scripted.floodgateDecide(1, key, T0, 5, "0", 1, "6:2:30000:2:1", "lease-a");
+      // One slot whatever the cost: remaining 1; resetAt, when a slot more frees itself, is this lease's expiry.
+      expect(reply).toEqual([T0, 1, 1, 1, T0 + 30_000, -1, 0]);
+      expect(await redis.keys(`${prefix}*`)).toEqual([key]);
+      expect(await redis.zrange(key, 0, -1, "WITHSCORES")).toEqual(["lease-a", String(T0 + 30_000)]);
+      expect(await redis.pttl(key)).toBeGreaterThan(29_000);
+      expect(await redis.pttl(key)).toBeLessThanOrEqual(30_000);
+      expect(layout.slotOf("r3", "user:u1")).toBe(layout.slotOf("r3", layout.field("user:u1")));
+    });
+
+    it("admits limit checks at once, refuses the next until a lease is released or expires, and says when a slot frees itself", async () => {
+      expect((await hold("a")).allowed).toBe(true);
+      clock.advance(1_000);
+      const second = await hold("b");
+      expect(second.outcomes[0]).toEqual({ conforming: true, remaining: 0, resetAtMs: T0 + 30_000, retryAfterMs: null, delayMs: 0 });
+      clock.advance(1_000);
+      const refused = await hold("c");
+      expect(refused.allowed).toBe(false);
+      expect(refused.outcomes[0]).toEqual({ conforming: false, remaining: 0, resetAtMs: T0 + 30_000, retryAfterMs: 28_000, delayMs: 0 });
+      expect(await redis.zcard(key)).toBe(2);
+      expect(await store.releaseLease("a", [leases])).toBe(true);
+      expect(await store.releaseLease("a", [leases])).toBe(false);
+      expect((await hold("c")).allowed).toBe(true);
+      clock.set(T0 + 31_000); // b expired
+      expect((await hold("d")).outcomes[0]!.remaining).toBe(0);
+      expect(await redis.zrange(key, 0, -1)).toEqual(["c", "d"]);
+      expect(await store.releaseLease("b", [leases])).toBe(false);
+    });
+
+    it("takes no lease for a dry run or a check another rule refuses", async () => {
+      await hold("a", [leases], true);
+      const full: BucketRef = { ...fixedWindow, params: { ...fixedWindow.params, limit: 1, capacity: 1 } };
+      await check([full]);
+      expect((await hold("b", [leases, full])).allowed).toBe(false);
+      expect(await redis.exists(key)).toBe(0);
+    });
+
+    it("reserve takes the lease and says so in its receipt; release removes exactly it", async () => {
+      const call: CounterCall = { buckets: [leases], cost: 1, dryRun: false, lease: "a" };
+      await hold("other");
+      const reply = await run(call, MODE.RESERVE);
+      expect(reply).toEqual([T0, 1, 1, 0, T0 + 30_000, -1, 0, 1, T0 + 30_000, "a"]);
+      expect(await run(call, MODE.RELEASE, "a")).toEqual([T0, 2]);
+      expect(await redis.zrange(key, 0, -1)).toEqual(["other"]);
+      expect(await run(call, MODE.RELEASE, "a")).toEqual([T0, 0]);
+    });
+
+    it("forgets the leases with reset.lua", async () => {
+      await hold("a");
+      expect(await store.reset("r3", "user:u1")).toBe(true);
+      expect(await redis.exists(key)).toBe(0);
     });
   });
 });

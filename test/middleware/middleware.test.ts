@@ -86,6 +86,21 @@ await describeOnEachStorage("middleware", (suite) => {
       expect(client.stats().refusalCache?.entries ?? 0).toBe(0);
     });
 
+    it("releases a CONCURRENCY lease once the response has been sent: one slot serves request after request", async () => {
+      const { app } = await limitedApp({ scope: ["IP"], algorithm: "CONCURRENCY", limit: 1 });
+      /** The release follows the response: a request sent at once may still find the slot taken, for a moment, not for the rule's minute. */
+      const servedSoon = async (path: string) => {
+        for (let attempt = 0; attempt < 100; attempt++) {
+          const response = await fetch(`${app.url}${path}`);
+          await response.arrayBuffer();
+          if (response.status === 200) return attempt;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        throw new Error(`${path} was never served: its slot was not released`);
+      };
+      for (let i = 0; i < 5; i++) expect(await servedSoon(`/upload/${i}`)).toBeLessThan(100);
+    });
+
     it("puts the decision's headers on allowed responses", async () => {
       const { app } = await limitedApp({ scope: ["IP"], limit: 5 });
       const allowed = await fetch(`${app.url}/anything`);

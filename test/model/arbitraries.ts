@@ -14,7 +14,9 @@ export function paramsFor(algorithm: Algorithm) {
     })
     .map(({ limit, windowMs, extraCapacity, action }): LimitParams => {
       const hasBurst = algorithm === "TOKEN_BUCKET" || algorithm === "LEAKY_BUCKET";
-      return { algorithm, limit, windowMs, capacity: hasBurst ? Math.max(1, limit + extraCapacity) : limit, action };
+      // Rule validation refuses THROTTLE for CONCURRENCY.
+      const allowed = algorithm === "CONCURRENCY" && action === "THROTTLE" ? "REJECT" : action;
+      return { algorithm, limit, windowMs, capacity: hasBurst ? Math.max(1, limit + extraCapacity) : limit, action: allowed };
     });
 }
 

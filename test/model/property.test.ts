@@ -41,6 +41,7 @@ describe("the implementations agree with the reference model", () => {
   let cluster: LocalRedisCluster | null = null;
   let clusterClient: Cluster | null = null;
   let sequence = 0;
+  let leases = 0;
 
   beforeAll(async () => {
     if (withRedis) {
@@ -76,7 +77,8 @@ describe("the implementations agree with the reference model", () => {
   ): Promise<void> {
     const now = clock.now();
     const expected = { nowMs: now, ...decideModels(buckets, now, cost, dryRun) };
-    const call: CounterCall = { buckets: buckets.map(({ ruleId, key, params }) => ({ ruleId, key, params })), cost, dryRun };
+    // A lease of its own for every check: these sequences never release one, they only expire.
+    const call: CounterCall = { buckets: buckets.map(({ ruleId, key, params }) => ({ ruleId, key, params })), cost, dryRun, lease: `lease-${sequence}-${now}-${leases++}` };
     for (const store of subjects) {
       const [reply] = await store.decide([call]);
       expect(reply, `${store.description} at +${now - T0} ms, cost ${cost}${dryRun ? ", dry run" : ""}: ${JSON.stringify(call.buckets.map((b) => b.params))}`).toEqual(expected);

@@ -304,6 +304,45 @@ export class MeterModel implements BucketModel {
   }
 }
 
+/**
+ * CONCURRENCY by its definition: the leases held, each with when it frees
+ * itself; a check conforms while fewer than limit are held at its time, and
+ * a refused one waits for the first moment that is so again.
+ */
+export class ConcurrencyModel implements BucketModel {
+  readonly leases = new Map<string, number>();
+  /** The lease the next admitted check takes (tests that release leases name them; others get a fresh one each time). */
+  lease: string | null = null;
+  private drawn = 0;
+
+  evaluate(now: number, params: LimitParams): ModelEvaluation {
+    const { limit, windowMs } = params;
+    const heldAt = (expiries: readonly number[], t: number) => expiries.filter((e) => e > t).length;
+    const live = [...this.leases.values()].filter((e) => e > now);
+    // One slot more than now: fewer held than now (or than the limit, for a bucket over it).
+    const slotFrees = (expiries: readonly number[]) => firstTime(now, Math.max(now, ...expiries), (t) => heldAt(expiries, t) < Math.min(expiries.length, limit))!;
+    const usage = (expiries: readonly number[]) => ({ remaining: Math.max(0, limit - expiries.length), resetAtMs: expiries.length === 0 ? now : slotFrees(expiries) });
+    const current = usage(live);
+    if (live.length >= limit) return refusal(slotFrees(live) - now, current);
+    const lease = this.lease ?? `model-${this.drawn++}`;
+    return {
+      verdict: { conforming: true, delayMs: 0, retryAfterMs: null, ifAdmitted: usage([...live, now + windowMs]), current },
+      commit: () => void this.leases.set(lease, now + windowMs),
+    };
+  }
+
+  /** True when the lease was still held at `now`. */
+  release(lease: string, now: number): boolean {
+    const expiresAt = this.leases.get(lease);
+    this.leases.delete(lease);
+    return expiresAt !== undefined && expiresAt > now;
+  }
+
+  liveAt(now: number): number {
+    return [...this.leases.values()].filter((e) => e > now).length;
+  }
+}
+
 export function modelFor(algorithm: LimitParams["algorithm"]): BucketModel {
   switch (algorithm) {
     case "FIXED_WINDOW":
@@ -315,6 +354,8 @@ export function modelFor(algorithm: LimitParams["algorithm"]): BucketModel {
     case "TOKEN_BUCKET":
     case "LEAKY_BUCKET":
       return new MeterModel(algorithm);
+    case "CONCURRENCY":
+      return new ConcurrencyModel();
   }
 }
 

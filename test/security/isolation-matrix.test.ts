@@ -24,6 +24,7 @@ import {
   AddListEntryDocument,
   AdminSnapshotDocument,
   ApiKeysDocument,
+  CheckLeaseDocument,
   CheckLimitsBatchDocument,
   CheckLimitsDocument,
   CheckSingleThenBatchDocument,
@@ -43,6 +44,7 @@ import {
   NearLimitEventsDocument,
   OverridesDocument,
   PromoteRuleDocument,
+  ReleaseLeaseDocument,
   RemoveListEntryDocument,
   ResetLimitDocument,
   RollbackRuleDocument,
@@ -241,6 +243,13 @@ const MATRIX = {
     other: /*                   */ row(ok, NF, NF, NF, U),
     global: /*                  */ row(ok, F, NF, F, U),
     unknown: /*                 */ row(NF, NF, NF, NF, U),
+  },
+  // A lease is its check's tenant's: another tenant's (or a "*" rule's, taken by the other tenant) answers false, like an unknown one.
+  releaseLease: {
+    own: /*                     */ row(ok, ok, ok, F, U),
+    other: /*                   */ row(ok, ok, ok, F, U),
+    global: /*                  */ row(ok, ok, ok, F, U),
+    unknown: /*                 */ row(ok, ok, ok, F, U),
   },
   deleteOverride: {
     own: /*                     */ row(ok, ok, NF, F, U),
@@ -961,6 +970,32 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
           const expected = nextVersion(before, after, p.ruleId);
           expected.overrides[override.id] = override;
           expected.buckets[bucket(p.ruleId, p.key)] = unusedUnder(VICTIM_OVERRIDE.limit);
+          return expected;
+        },
+      }),
+
+    releaseLease: (cell) =>
+      runHttpCell(cell, {
+        // A CONCURRENCY victim rule of the target's tenant with one lease taken, as ADMIN, by the check of user "v" ("*": of the home tenant).
+        prepare: async () => {
+          if (cell.target === "unknown") {
+            const id = Buffer.from(JSON.stringify([T[cell.home], randomUUID(), [[randomUUID(), "user:v"]]])).toString("base64url");
+            return { id, watch: [] as CheckLimitsInput[], ruleId: "", key: "", held: false };
+          }
+          const victim = await victimRule(tenantOf(cell), { algorithm: "CONCURRENCY" });
+          const { use, key } = victimBucket(cell, tenantOf(cell), victim.resource);
+          const { checkLimits } = await admin.data(CheckLeaseDocument, { request: use });
+          // Only a key that may check in the lease's tenant releases it.
+          const held = cell.who === "ADMIN" || use.tenantId === T[cell.home];
+          return { id: checkLimits.lease!.id, watch: [use], ruleId: victim.id, key, held };
+        },
+        watch: (p) => p.watch,
+        send: (client, p) => client.request(ReleaseLeaseDocument, { id: p.id }),
+        pick: (data) => data.releaseLease,
+        allowed: (released, p, before) => {
+          expect(released).toBe(p.held);
+          const expected = structuredClone(before);
+          if (p.held) expected.buckets[bucket(p.ruleId, p.key)]! += 1;
           return expected;
         },
       }),

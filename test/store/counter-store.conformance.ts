@@ -271,6 +271,64 @@ export function counterStoreConformance(name: string, factory: StoreFactory): vo
       });
     });
 
+    describe("CONCURRENCY", () => {
+      const inFlight = bucket("conc", { algorithm: "CONCURRENCY", limit: 2, windowMs: 30_000 });
+      const hold = async (lease: string, buckets: BucketRef[] = [inFlight], dryRun = false) => (await store.decide([{ buckets, cost: 1, dryRun, lease }]))[0]!;
+
+      it("admits limit checks in flight whatever their cost, then refuses until the soonest lease expires", async () => {
+        const [first] = await store.decide([{ buckets: [inFlight], cost: 7, dryRun: false, lease: "a" }]);
+        // resetAt: when one slot more frees itself, the soonest lease's expiry.
+        expect(first!.outcomes).toEqual([{ conforming: true, remaining: 1, resetAtMs: T0 + 30_000, retryAfterMs: null, delayMs: 0 }]);
+        clock.advance(5_000);
+        expect((await hold("b")).outcomes).toEqual([{ conforming: true, remaining: 0, resetAtMs: T0 + 30_000, retryAfterMs: null, delayMs: 0 }]);
+        clock.advance(5_000);
+        expect(await hold("c")).toEqual({
+          nowMs: T0 + 10_000,
+          allowed: false,
+          outcomes: [{ conforming: false, remaining: 0, resetAtMs: T0 + 30_000, retryAfterMs: 20_000, delayMs: 0 }],
+        });
+        clock.set(T0 + 30_000); // a has expired: its holder never released it
+        expect((await hold("c")).allowed).toBe(true);
+        expect((await hold("d")).allowed).toBe(false);
+      });
+
+      it("frees a slot on release; a lease released twice, expired or unknown releases nothing", async () => {
+        await hold("a");
+        await hold("b");
+        expect(await store.releaseLease("a", [inFlight])).toBe(true);
+        expect(await store.releaseLease("a", [inFlight])).toBe(false);
+        expect(await store.releaseLease("nobody", [inFlight])).toBe(false);
+        expect((await hold("c")).outcomes[0]!.remaining).toBe(0);
+        clock.advance(30_000);
+        expect(await store.releaseLease("b", [inFlight])).toBe(false);
+      });
+
+      it("takes no lease when another rule refuses the check, nor in a dry run", async () => {
+        const spent = bucket("conc-other", { algorithm: "FIXED_WINDOW", limit: 1 });
+        await check([spent]);
+        expect((await hold("a", [inFlight, spent])).allowed).toBe(false);
+        expect((await hold("b", [inFlight], true)).allowed).toBe(true);
+        expect(await store.releaseLease("a", [inFlight])).toBe(false);
+        expect(remainingOf(await hold("c"))).toEqual([1]);
+      });
+
+      it("holds one lease in every CONCURRENCY bucket of the check, and one release frees them all", async () => {
+        const perTenant = bucket("conc-tenant", { algorithm: "CONCURRENCY", limit: 1, windowMs: 60_000 }, "tenant:t1");
+        expect(remainingOf(await hold("a", [inFlight, perTenant]))).toEqual([1, 0]);
+        expect((await hold("b", [inFlight, perTenant])).allowed).toBe(false);
+        expect(remainingOf(await hold("b", [inFlight]))).toEqual([0]);
+        expect(await store.releaseLease("a", [inFlight, perTenant])).toBe(true);
+        expect(remainingOf(await hold("c", [inFlight, perTenant]))).toEqual([0, 0]);
+      });
+
+      it("forgets every lease on reset", async () => {
+        await hold("a");
+        await hold("b");
+        expect(await store.reset("conc", "user:u1")).toBe(true);
+        expect(remainingOf(await hold("c"))).toEqual([1]);
+      });
+    });
+
     describe("a request over several rules", () => {
       const tight = bucket("tight", { algorithm: "SLIDING_WINDOW_COUNTER", limit: 1 });
       const loose = bucket("loose", { algorithm: "TOKEN_BUCKET", limit: 10 });

@@ -8,6 +8,7 @@
  * carried; the clock is pinned, and Redis is given its time through ARGV.
  */
 
+import type { LeasedBucket } from "../../src/domain/lease.js";
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -39,6 +40,9 @@ class CountingStore implements CounterStore {
   }
   reset(ruleId: string, key: string): Promise<boolean> {
     return this.inner.reset(ruleId, key);
+  }
+  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    return this.inner.releaseLease(lease, buckets);
   }
   close(): Promise<void> {
     return Promise.resolve();
@@ -83,8 +87,9 @@ describe.runIf(await redisAvailable())("LeasingCounterStore over Redis", () => {
     ...extra,
   });
   const bucket = (ruleId: string, p: LimitParams, key = "tenant:acme"): BucketRef => ({ ruleId, key, params: p });
+  let leases = 0;
   const check = async (store: LeasingCounterStore, buckets: BucketRef[], cost = 1, dryRun = false) => {
-    const [reply] = await store.decide([{ buckets, cost, dryRun }]);
+    const [reply] = await store.decide([{ buckets, cost, dryRun, lease: `lease-${leases++}` }]);
     await store.leasesTaken();
     return reply!;
   };
@@ -133,10 +138,11 @@ describe.runIf(await redisAvailable())("LeasingCounterStore over Redis", () => {
     expect((await check(store, [hot])).outcomes[0]!.remaining).toBe(1000 - HOT - grant + grant - 2);
   });
 
-  it("never leases what must go to the store: dry runs, THROTTLE, LOG_ONLY, SLIDING_WINDOW_LOG", async () => {
+  it("never leases what must go to the store: dry runs, THROTTLE, LOG_ONLY, SLIDING_WINDOW_LOG, CONCURRENCY", async () => {
     const store = instance();
     const cases = [
       { name: "log", p: params("SLIDING_WINDOW_LOG", 1000) },
+      { name: "in-flight", p: params("CONCURRENCY", 1000) },
       { name: "throttle", p: params("FIXED_WINDOW", 1000, { action: "THROTTLE" }) },
       { name: "shadow", p: params("FIXED_WINDOW", 1000, { action: "LOG_ONLY" }) },
     ];

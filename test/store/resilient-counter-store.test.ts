@@ -161,6 +161,18 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     expect(alsoHealthy!.degraded).toBeUndefined();
   });
 
+  it("holds a LOCAL CONCURRENCY rule's lease in this instance's counters while Redis is gone, and releases it there", async () => {
+    await redis.kill();
+    const inFlight: BucketRef = { ruleId: "local-leases", key: "user:u1", params: { algorithm: "CONCURRENCY", limit: 8, windowMs: 60_000, capacity: 8, action: "REJECT" }, failureMode: "LOCAL" };
+    const hold = async (lease: string) => (await store.decide([{ buckets: [inFlight], cost: 1, dryRun: false, lease }]))[0]!;
+    // 4 instances: a share of 2 slots here.
+    expect([(await hold("a")).allowed, (await hold("b")).allowed, (await hold("c")).allowed]).toEqual([true, true, false]);
+    expect(await store.releaseLease("a", [inFlight])).toBe(true);
+    expect((await hold("c")).allowed).toBe(true);
+    // A lease this instance does not hold is the store's to release: unreachable.
+    await expect(store.releaseLease("a", [inFlight])).rejects.toBeInstanceOf(UnavailableError);
+  });
+
   it("refuses to reset a bucket while Redis is gone, with a service-unavailable error", async () => {
     await redis.kill();
     await expect(store.reset("r", "user:u1")).rejects.toBeInstanceOf(UnavailableError);

@@ -1,5 +1,6 @@
 /** Stand-ins for the ports, for tests that run the engine in-process (the rule repository: in-memory-rule-repository.ts). */
 
+import type { LeasedBucket } from "../../src/domain/lease.js";
 import type { CounterCall, CounterReply, CounterStore } from "../../src/domain/ports.js";
 
 /** A counter store that records, for every decide(), how many calls it was given. */
@@ -15,6 +16,10 @@ export class CountingCounterStore implements CounterStore {
 
   reset(ruleId: string, key: string): Promise<boolean> {
     return this.inner.reset(ruleId, key);
+  }
+
+  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    return this.inner.releaseLease(lease, buckets);
   }
 
   close(): Promise<void> {

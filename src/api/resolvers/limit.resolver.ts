@@ -1,4 +1,4 @@
-import { Arg, Ctx, Query, Resolver, UseMiddleware } from "type-graphql";
+import { Arg, Ctx, Mutation, Query, Resolver, UseMiddleware } from "type-graphql";
 import type { Decision } from "../../domain/decision.js";
 import { parseCheckRequest } from "../../domain/request.js";
 import type { ApiContext } from "../context.js";
@@ -20,5 +20,13 @@ export class LimitResolver {
   checkLimitsBatch(@Arg("requests", () => [CheckLimitsInput]) requests: CheckLimitsInput[], @Ctx() ctx: ApiContext): Promise<Decision[]> {
     const parsed = requests.map((request, i) => parseCheckRequest(request, `requests[${i}]`));
     return ctx.check(parsed);
+  }
+
+  @Mutation(() => Boolean, {
+    description:
+      "Frees the slots a CONCURRENCY lease holds (LimitDecision.lease.id), when the request it admitted has ended. True when any slot was still held; false when none was (released already, expired, reset, or another tenant's lease): releasing twice is harmless. Not counted against the admin mutation limit: it ends a check.",
+  })
+  releaseLease(@Arg("id", () => String) id: string, @Ctx() ctx: ApiContext): Promise<boolean> {
+    return ctx.services.limiter.releaseLease(ctx.principal, id);
   }
 }

@@ -115,6 +115,15 @@ export class DecisionReasonType {
   until!: Date | null;
 }
 
+@ObjectType("Lease", { simpleResolvers: true, description: "The slots a request admitted by CONCURRENCY rules holds while it is in flight." })
+export class LeaseType {
+  @Field(() => String, { description: "Opaque: pass it to releaseLease when the request ends." })
+  id!: string;
+
+  @Field(() => Date, { description: "When the first of its slots frees itself if it is never released: its rules' shortest window after decidedAt." })
+  expiresAt!: Date;
+}
+
 @ObjectType("LimitDecision", { simpleResolvers: true })
 export class LimitDecisionType {
   @Field(() => Boolean, { description: "False when any rule that applies denies. Nothing is consumed from any rule then." })
@@ -172,4 +181,11 @@ export class LimitDecisionType {
       "Headers to put on the HTTP response as they are: X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, RateLimit-Policy, RateLimit.",
   })
   headers!: HttpHeaderType[];
+
+  @Field(() => LeaseType, {
+    nullable: true,
+    description:
+      "Set when CONCURRENCY rules admitted the request: it holds a slot of each until releaseLease(id) (call it when the request ends) or until the lease expires. Null otherwise: no such rule, refused, or a dry run.",
+  })
+  lease?: LeaseType | null;
 }

@@ -43,6 +43,9 @@ registerEnumType(AlgorithmEnum, {
     FIXED_WINDOW: { description: "One counter per aligned window." },
     SLIDING_WINDOW_LOG: { description: "Exact: one timestamp per admitted request in the trailing window." },
     LEAKY_BUCKET: { description: "Requests leak at limit per window; up to burst may wait in line." },
+    CONCURRENCY: {
+      description: "At most limit requests in flight: an admitted check holds a lease (LimitDecision.lease) until releaseLease, or until the window passes if its holder never releases it.",
+    },
   },
 });
 

@@ -7,6 +7,7 @@
 
 import { LONGEST_PERIOD_MS } from "../calendar.js";
 import { capacityOf, windowSecondsOf, type Action, type Algorithm, type RuleSpec } from "../rule.js";
+import { concurrencyExpiresAt, evaluateConcurrency } from "./concurrency.js";
 import { evaluateFixedWindow, fixedWindowHorizonMs } from "./fixed-window.js";
 import { evaluateLeakyBucket, evaluateTokenBucket, meterExpiresAt } from "./meter.js";
 import { evaluateSlidingWindowCounter, slidingWindowCounterHorizonMs } from "./sliding-window-counter.js";
@@ -23,6 +24,7 @@ const EVALUATORS: Record<Algorithm, Evaluate> = {
   FIXED_WINDOW: evaluateFixedWindow,
   SLIDING_WINDOW_LOG: evaluateSlidingWindowLog,
   LEAKY_BUCKET: evaluateLeakyBucket,
+  CONCURRENCY: evaluateConcurrency,
 };
 
 /** What the algorithms need of a rule: its window in milliseconds, and its capacity (burst where the algorithm has one). */
@@ -60,6 +62,8 @@ export function stateExpiresAt(state: CounterState, nowMs: number, params: Limit
       return meterExpiresAt(state);
     case "SLIDING_WINDOW_LOG":
       return slidingWindowLogExpiresAt(state, nowMs, params.windowMs);
+    case "CONCURRENCY":
+      return concurrencyExpiresAt(state, nowMs);
   }
 }
 

@@ -30,6 +30,7 @@ export interface LimitParams {
  *   SLIDING_WINDOW_COUNTER  [window index, previous, current, next, window_ms]
  *   TOKEN_BUCKET / LEAKY    [debt in 1/window_ms units, time of debt, window_ms, drained at]
  *   SLIDING_WINDOW_LOG      [release time of each unit, oldest first]
+ *   CONCURRENCY             [expiry time of each lease, soonest first] (Redis: a sorted set's scores)
  */
 export type CounterState = readonly number[];
 

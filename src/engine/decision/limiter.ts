@@ -10,17 +10,26 @@
  * screens (access lists, bans: domain/screening.ts) may decide a request
  * outright from memory; then no rule is matched and no counter touched.
  *
+ * A request admitted by CONCURRENCY rules holds a lease in their buckets
+ * (domain/lease.ts), which the decision hands out and releaseLease takes
+ * back. Checks decided together (Envoy's descriptors) skip CONCURRENCY
+ * rules: Envoy's protocol has no way to say a request has ended, so a slot
+ * taken there would be held for its whole window, a concurrency limit
+ * turned into an unreleased rate limit.
+ *
  * Two clocks meet here: the store's (Redis TIME with Redis), which stamps
  * every reply and every resetAt in it, and this instance's, which times the
  * over-limit cache's entries. A duration is only ever the difference of two
  * times of one clock.
  */
 
-import { authorize, type Principal } from "../../domain/access.js";
+import { randomUUID } from "node:crypto";
+import { authorize, may, type Principal } from "../../domain/access.js";
 import type { BucketOutcome, LimitParams } from "../../domain/algorithms/index.js";
 import type { Override } from "../../domain/override.js";
 import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../../domain/decision.js";
 import type { LimitEvent } from "../../domain/events.js";
+import { decodeLease, encodeLease, memberOf, type Lease, type LeasedBucket } from "../../domain/lease.js";
 import { rank, type Rankable } from "../../domain/most-restrictive.js";
 import type { BucketRef, Clock, CounterCall, CounterReply, CounterStore, EventBus } from "../../domain/ports.js";
 import type { CheckRequest } from "../../domain/request.js";
@@ -40,6 +49,8 @@ export interface LimiterOptions {
   usage?: UsageRecorder;
   /** Asked in this order before any rule (see domain/screening.ts); absent: none. */
   screens?: readonly RequestScreen[];
+  /** Draws the holder of each check's CONCURRENCY lease (domain/lease.ts); absent: a random UUID. Tests pin it. */
+  leaseHolder?: () => string;
 }
 
 interface Applicable {
@@ -74,6 +85,8 @@ interface Reached {
   degraded: boolean;
   decidedAtMs: number;
   source: DecisionSource;
+  /** The tenant and holder of the lease the CONCURRENCY buckets take if admitted; null: the request takes none (no such bucket, a dry run). */
+  lease: { tenantId: string; holder: string } | null;
 }
 
 /**
@@ -86,7 +99,7 @@ type Plan = { partsOf: number[][] | null } & (
   | { kind: "screened"; screening: Screening }
   | { kind: "no-rule" }
   | { kind: "refused-locally"; applicable: Applicable[]; readings: Reading[]; decidedAtMs: number }
-  | { kind: "store"; applicable: Applicable[]; call: number }
+  | { kind: "store"; applicable: Applicable[]; call: number; lease: Reached["lease"] }
 );
 
 export interface CheckOptions {
@@ -161,14 +174,15 @@ export class Limiter {
       if (screening !== null) return { kind: "screened", screening, partsOf: joint ? [] : null };
       const { applicable, partsOf } = this.applicableTo(checks, joint, sentAtMs);
       if (applicable.length === 0) return { kind: "no-rule", partsOf };
-      const { cost, dryRun } = checks[0]!;
+      const { cost, dryRun, tenantId } = checks[0]!;
       const buckets = applicable.map(
         ({ compiled, key, params }): BucketRef => ({ ruleId: compiled.rule.id, key, params, failureMode: compiled.rule.failureMode }),
       );
       const readings = dryRun ? null : this.refusedLocally(buckets, cost, sentAtMs);
       if (readings !== null) return { kind: "refused-locally", applicable, partsOf, readings, decidedAtMs: sentAtMs };
-      calls.push({ buckets, cost, dryRun });
-      return { kind: "store", applicable, partsOf, call: calls.length - 1 };
+      const holder = buckets.some(isConcurrency) ? (this.options.leaseHolder ?? randomUUID)() : null;
+      calls.push(holder === null ? { buckets, cost, dryRun } : { buckets, cost, dryRun, lease: memberOf(tenantId, holder) });
+      return { kind: "store", applicable, partsOf, call: calls.length - 1, lease: holder === null || dryRun ? null : { tenantId, holder } };
     });
     const replies = calls.length === 0 ? [] : await this.store.decide(calls, options);
     const decided = plans.map((plan, i): JointDecision => {
@@ -185,7 +199,7 @@ export class Limiter {
       let reached: Reached;
       if (plan.kind === "refused-locally") {
         readings = plan.readings;
-        reached = { allowed: false, degraded: false, decidedAtMs: plan.decidedAtMs, source: "OVER_LIMIT_CACHE" };
+        reached = { allowed: false, degraded: false, decidedAtMs: plan.decidedAtMs, source: "OVER_LIMIT_CACHE", lease: null };
       } else {
         const reply = replies[plan.call]!;
         const degraded = reply.degraded ?? false;
@@ -194,7 +208,7 @@ export class Limiter {
         readings = reply.outcomes.map(
           (outcome): Reading => ({ outcome, consulted: true, readAtMs: degraded ? null : reply.nowMs, resetInMs: outcome.resetAtMs - reply.nowMs }),
         );
-        reached = { allowed: reply.allowed, degraded, decidedAtMs: reply.nowMs, source: "COUNTER_STORE" };
+        reached = { allowed: reply.allowed, degraded, decidedAtMs: reply.nowMs, source: "COUNTER_STORE", lease: plan.lease };
       }
       const decision = this.decision(plan.applicable, readings, reached);
       if (!checks[0]!.dryRun) {
@@ -208,6 +222,20 @@ export class Limiter {
     });
     this.telemetry.checked((performance.now() - started) / 1000, requests.length);
     return decided;
+  }
+
+  /**
+   * Frees a lease a decision handed out, in every bucket it holds a slot in.
+   * True when any still held it; false when none did (released already,
+   * expired, reset) and for an id of a tenant the key may not check, which
+   * is answered exactly like one no bucket holds. Only an id that is no
+   * lease id at all is an error.
+   */
+  async releaseLease(principal: Principal, id: string): Promise<boolean> {
+    authorize(principal, "checkLimits", principal.tenantId);
+    const claim = decodeLease(id, "id");
+    if (!may(principal, "checkLimits", claim.tenantId)) return false;
+    return this.store.releaseLease(memberOf(claim.tenantId, claim.holder), claim.buckets);
   }
 
   /** One check's part of a joint decision: its own buckets' readings, allowed only if the whole request is. */
@@ -274,7 +302,8 @@ export class Limiter {
     const applicable: Applicable[] = [];
     const indexOf = new Map<string, number>();
     const partsOf = checks.map((check) =>
-      this.applicable(check, nowMs).map((bucket) => {
+      // Checks decided together skip CONCURRENCY rules: nothing could release their leases (see the header).
+      this.applicable(check, nowMs).filter((bucket) => bucket.params.algorithm !== "CONCURRENCY").map((bucket) => {
         const id = `${bucket.compiled.rule.id}\u0000${bucket.key}`;
         let index = indexOf.get(id);
         if (index === undefined) {
@@ -298,7 +327,7 @@ export class Limiter {
     return applicable;
   }
 
-  private decision(applicable: readonly Applicable[], readings: readonly Reading[], { allowed, degraded, decidedAtMs, source }: Reached): Decision {
+  private decision(applicable: readonly Applicable[], readings: readonly Reading[], { allowed, degraded, decidedAtMs, source, lease }: Reached): Decision {
     const unranked: Ranked[] = applicable.map(({ compiled, key, params, override }, i) => {
       const { outcome, consulted, readAtMs, resetInMs } = readings[i]!;
       return {
@@ -328,7 +357,9 @@ export class Limiter {
     } = rank(unranked);
     const throttled = ranked.filter((r) => r.compiled.rule.action === "THROTTLE");
     const retryAfter = allowed ? null : deciding.retryAfter;
+    const granted = allowed && lease !== null ? grantedLease(applicable, readings, lease, decidedAtMs) : null;
     return {
+      ...(granted === null ? {} : { lease: granted }),
       allowed,
       degraded,
       decidedAt: new Date(decidedAtMs),
@@ -363,6 +394,22 @@ export class Limiter {
       else if (decision.allowed && result.nearLimit) void this.events.publish("nearLimit", { ...eventBase(request, result, at), remaining: result.remaining });
     }
   }
+}
+
+function isConcurrency(bucket: BucketRef): boolean {
+  return bucket.params.algorithm === "CONCURRENCY";
+}
+
+/**
+ * The lease of an admitted request: the CONCURRENCY buckets that took a slot
+ * (a LOG_ONLY one that would have refused took none), expiring with the
+ * shortest of their windows; null when none did.
+ */
+function grantedLease(applicable: readonly Applicable[], readings: readonly Reading[], { tenantId, holder }: { tenantId: string; holder: string }, decidedAtMs: number): Lease | null {
+  const held = applicable.filter(({ params }, i) => params.algorithm === "CONCURRENCY" && readings[i]!.outcome.conforming);
+  if (held.length === 0) return null;
+  const buckets = held.map(({ compiled, key }): LeasedBucket => ({ ruleId: compiled.rule.id, key }));
+  return { id: encodeLease({ tenantId, holder, buckets }), expiresAt: new Date(decidedAtMs + Math.min(...held.map(({ params }) => params.windowMs))) };
 }
 
 /**

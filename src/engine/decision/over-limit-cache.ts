@@ -24,6 +24,9 @@
  *     instance, forgets the bucket's entry on every instance (the event bus
  *     carries the reset).
  *   - LOG_ONLY rules never refuse, so they are never cached.
+ *   - CONCURRENCY rules are never cached: their buckets drain by releases
+ *     too, not only with time, so a refusal can end long before its
+ *     retryAfter (the time the first lease would expire by itself).
  * What it cannot see: a reset whose message this instance missed (it was
  * disconnected from Redis's pub/sub when the reset was published). It keeps
  * refusing until the entry's time, which is when the bucket would have
@@ -107,7 +110,7 @@ export class OverLimitCache {
    */
   remember(bucket: BucketRef, cost: number, outcome: BucketOutcome, sentAtMs: number, readAtMs: number): void {
     if (outcome.conforming || outcome.retryAfterMs === null || outcome.retryAfterMs <= 0) return;
-    if (bucket.params.action === "LOG_ONLY") return;
+    if (bucket.params.action === "LOG_ONLY" || bucket.params.algorithm === "CONCURRENCY") return;
     const id = bucketId(bucket.ruleId, bucket.key);
     const known = this.entries.get(id);
     const untilMs = sentAtMs + outcome.retryAfterMs;

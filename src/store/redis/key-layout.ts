@@ -6,6 +6,7 @@
  *
  *   fg:{<rule id>:<page>}:a / :b        the page pair (hashes; field = bucket)
  *   fg:{<rule id>:<page>}:l:<field>     a SLIDING_WINDOW_LOG bucket's log (list)
+ *   fg:{<rule id>:<page>}:c:<field>     a CONCURRENCY bucket's leases (sorted set: slot name, expiry in ms)
  *
  * The field is the bucket key itself when short, so that keys stay readable in
  * redis-cli; a longer key is replaced by its digest, keeping each page small
@@ -29,10 +30,10 @@ export class KeyLayout {
     return key.length <= MAX_PLAIN_FIELD ? key : `#${createHash("sha256").update(key).digest("base64url").slice(0, 22)}`;
   }
 
-  /** The keys a bucket's state may be in: the page pair, then its log. */
-  keysOf(ruleId: string, field: string): { pageA: string; pageB: string; log: string } {
+  /** The keys a bucket's state may be in: the page pair, its log, its leases. */
+  keysOf(ruleId: string, field: string): { pageA: string; pageB: string; log: string; leases: string } {
     const base = `${this.prefix}{${ruleId}:${fnv1a(field) % this.pages}}`;
-    return { pageA: `${base}:a`, pageB: `${base}:b`, log: `${base}:l:${field}` };
+    return { pageA: `${base}:a`, pageB: `${base}:b`, log: `${base}:l:${field}`, leases: `${base}:c:${field}` };
   }
 
   /** The Redis Cluster slot every key of a bucket hashes to (by its hash tag). */
@@ -43,6 +44,13 @@ export class KeyLayout {
   /** The keys decide.lua reads for a bucket, in its order. */
   scriptKeys(bucket: BucketRef, field: string): string[] {
     const keys = this.keysOf(bucket.ruleId, field);
-    return bucket.params.algorithm === "SLIDING_WINDOW_LOG" ? [keys.log] : [keys.pageA, keys.pageB];
+    switch (bucket.params.algorithm) {
+      case "SLIDING_WINDOW_LOG":
+        return [keys.log];
+      case "CONCURRENCY":
+        return [keys.leases];
+      default:
+        return [keys.pageA, keys.pageB];
+    }
   }
 }

@@ -29,10 +29,11 @@
  */
 
 import type { Cluster, Redis } from "ioredis";
-import { combine, type BucketOutcome, type Verdict } from "../../domain/algorithms/index.js";
+import { combine, type BucketOutcome, type LimitParams, type Verdict } from "../../domain/algorithms/index.js";
+import type { LeasedBucket } from "../../domain/lease.js";
 import { decideAllOrThrow, type BucketRef, type CallFailure, type Clock, type CounterCall, type CounterReply, type ShardedCounterStore, type Unsubscribe } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
-import { MODE, type Mode } from "./script-codes.js";
+import { MODE, RELEASE_OUTCOMES, type Mode } from "./script-codes.js";
 import { decideArgs, decideInPipeline, registerScripts, specOf, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
 
 export interface RedisCounterStoreOptions {
@@ -180,10 +181,27 @@ export class RedisCounterStore implements ShardedCounterStore {
     return () => this.shardWatchers.delete(listener);
   }
 
+  /**
+   * decide.lua's release mode with the lease as every bucket's receipt: one
+   * command per slot, all sent at once. A fault is thrown: the caller learns
+   * the lease may still be held (it expires with its window all the same).
+   */
+  async releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    const call: CounterCall = { buckets: buckets.map(({ ruleId, key }) => ({ ruleId, key, params: LEASE_RELEASE_PARAMS })), cost: 1, dryRun: false, lease };
+    const commands = this.partsOf(call).map((part): Command => {
+      const { args, shard } = this.command(call, part, MODE.RELEASE);
+      return { args: [...args, ...part.buckets.map(() => lease)], shard };
+    });
+    const settled = await this.send(commands, NO_DEADLINE);
+    const failed = settled.find((s): s is Extract<Settled, { error: unknown }> => "error" in s);
+    if (failed) throw failed.error;
+    return settled.some((s) => "reply" in s && s.reply.slice(1).includes(RELEASE_OUTCOMES.RESTORED));
+  }
+
   async reset(ruleId: string, key: string): Promise<boolean> {
     const field = this.layout.field(key);
     const keys = this.layout.keysOf(ruleId, field);
-    return (await this.redis.floodgateReset(keys.pageA, keys.pageB, keys.log, field)) > 0;
+    return (await this.redis.floodgateReset(keys.pageA, keys.pageB, keys.log, keys.leases, field)) > 0;
   }
 
   async close(): Promise<void> {
@@ -276,6 +294,9 @@ export class RedisCounterStore implements ShardedCounterStore {
 }
 
 const SLOTS = 16384;
+
+/** A lease's buckets as release mode takes them: a CONCURRENCY release reads only the algorithm of its spec. */
+const LEASE_RELEASE_PARAMS: LimitParams = { algorithm: "CONCURRENCY", limit: 1, windowMs: 1, capacity: 1, action: "REJECT" };
 
 function settle(reply: Promise<ScriptReply>): Promise<Settled> {
   return reply.then(

@@ -15,6 +15,7 @@ export const ALGORITHM_CODES: Record<Algorithm, number> = {
   FIXED_WINDOW: 3,
   SLIDING_WINDOW_LOG: 4,
   LEAKY_BUCKET: 5,
+  CONCURRENCY: 6,
 };
 
 /** A rule's action in ARGV; in Lua ACTION_<name>. */

@@ -17,7 +17,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { ChainableCommander, Cluster, Redis } from "ioredis";
-import type { CounterCall } from "../../domain/ports.js";
+import { leaseOf, type CounterCall } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
 import { ACTION_CODES, ALGORITHM_CODES, luaPrelude, type Mode } from "./script-codes.js";
 import type { LimitParams } from "../../domain/algorithms/index.js";
@@ -102,7 +102,8 @@ function specText(params: LimitParams, calendarPart: string): string {
 /**
  * decide.lua's arguments for some of a call's buckets (by their index in the
  * call); `nowMs` null lets the script read Redis TIME. A release appends the
- * receipts after these.
+ * receipts after these. A CONCURRENCY bucket's second value is the call's
+ * lease, the name of the slot it takes, where the others give their field.
  */
 export function decideArgs(layout: KeyLayout, call: CounterCall, buckets: readonly number[], mode: Mode, nowMs: number | null): ScriptArgs {
   const keys: string[] = [];
@@ -111,17 +112,18 @@ export function decideArgs(layout: KeyLayout, call: CounterCall, buckets: readon
     const bucket = call.buckets[i]!;
     const field = layout.field(bucket.key);
     keys.push(...layout.scriptKeys(bucket, field));
-    args.push(specOf(bucket.params, nowMs ?? Date.now()), field);
+    args.push(specOf(bucket.params, nowMs ?? Date.now()), bucket.params.algorithm === "CONCURRENCY" ? leaseOf(call) : field);
   }
   return [keys.length, ...keys, ...args];
 }
+
 
 /** Integers, and in reserve replies the receipts (strings). */
 export type ScriptReply = (number | string)[];
 
 export interface FloodgateCommands {
   floodgateDecide(...args: ScriptArgs): Promise<ScriptReply>;
-  floodgateReset(pageA: string, pageB: string, log: string, field: string): Promise<number>;
+  floodgateReset(pageA: string, pageB: string, log: string, leases: string, field: string): Promise<number>;
   /** A bucket's own state as text ("" when it has none), and another region's state of it kept as a copy (merge.lua); `now` "" reads Redis TIME. */
   floodgateState(pageA: string, pageB: string, now: number | "", spec: string, field: string): Promise<string>;
   floodgateMerge(pageA: string, pageB: string, now: number | "", spec: string, field: string, region: string, state: string): Promise<number>;
@@ -145,7 +147,8 @@ export function registerScripts(client: Redis | Cluster, library: FloodgateLibra
   Object.assign(client, {
     floodgateLibrary: library,
     floodgateDecide: (...args: ScriptArgs) => withLibrary(() => client.fcall(library.decide, ...(args as [number, ...(string | number)[]])) as Promise<ScriptReply>),
-    floodgateReset: (pageA: string, pageB: string, log: string, field: string) => withLibrary(() => client.fcall(library.reset, 3, pageA, pageB, log, field) as Promise<number>),
+    floodgateReset: (pageA: string, pageB: string, log: string, leases: string, field: string) =>
+      withLibrary(() => client.fcall(library.reset, 4, pageA, pageB, log, leases, field) as Promise<number>),
     floodgateState: (pageA: string, pageB: string, now: number | "", spec: string, field: string) =>
       withLibrary(() => client.fcall(library.state, 2, pageA, pageB, now, spec, field) as Promise<string>),
     floodgateMerge: (pageA: string, pageB: string, now: number | "", spec: string, field: string, region: string, state: string) =>

@@ -41,6 +41,7 @@
 import type { Redis } from "ioredis";
 import type { LimitParams } from "../../domain/algorithms/index.js";
 import type { PartitionMode } from "../../domain/regions.js";
+import type { LeasedBucket } from "../../domain/lease.js";
 import { decideAllOrThrow, type BucketRef, type CallFailure, type Clock, type CounterCall, type CounterReply, type ShardedCounterStore, type Unsubscribe } from "../../domain/ports.js";
 import { noTelemetry, type Telemetry } from "../../domain/telemetry.js";
 import type { RedisCounterStore } from "../redis/redis-counter-store.js";
@@ -159,6 +160,11 @@ export class RegionalCounterStore implements ShardedCounterStore {
 
   reset(ruleId: string, key: string): Promise<boolean> {
     return this.options.local.reset(ruleId, key);
+  }
+
+  /** CONCURRENCY rules are REGIONAL (rule validation): their leases are this region's. */
+  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    return this.options.local.releaseLease(lease, buckets);
   }
 
   /** Ships what is left once more, then closes the other regions' connections and this region's store. */

@@ -11,6 +11,7 @@
  * the comparison is not an empty one.
  */
 
+import type { LeasedBucket } from "../../../src/domain/lease.js";
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { print } from "graphql";
@@ -63,6 +64,7 @@ const rules: Rule[] = [
   makeRule({ id: "acme-shadow", tenantId: "acme", name: "shadow", scope: ["ENDPOINT"], algorithm: "SLIDING_WINDOW_COUNTER", limit: 2, window: 15, action: "LOG_ONLY" }),
   makeRule({ id: "acme-closed", tenantId: "acme", name: "closed when down", scope: ["USER"], limit: 100, window: 60, failureMode: "CLOSED" }),
   makeRule({ id: "acme-local", tenantId: "acme", name: "local when down", scope: ["IP"], limit: 4, window: 60, failureMode: "LOCAL" }),
+  makeRule({ id: "acme-uploads", tenantId: "acme", name: "uploads in flight", resource: "/api/uploads", scope: ["USER"], algorithm: "CONCURRENCY", limit: 2, window: 30 }),
   makeRule({ id: "globex-all", tenantId: "globex", name: "everyone", limit: 2, window: 5 }),
   makeRule({ id: "boom-rule", tenantId: "boom", name: "explodes", limit: 2, window: 5 }),
   // Its delays (up to 40 days) do not fit a GraphQL Int: serialization errors.
@@ -122,6 +124,10 @@ class ExplodingStore implements CounterStore {
     return this.inner.reset(ruleId, key);
   }
 
+  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    return this.inner.releaseLease(lease, buckets);
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }
@@ -135,6 +141,7 @@ const UNREACHABLE: ShardedCounterStore = {
   shardOf: () => "unreachable",
   watchShards: () => () => undefined,
   reset: () => Promise.reject(new Error("connection refused")),
+  releaseLease: () => Promise.reject(new Error("connection refused")),
   close: async () => undefined,
 };
 
@@ -146,6 +153,7 @@ interface Side {
 }
 
 async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean): Promise<Side> {
+  let leases = 0;
   const { logger, lines: logs } = capturedLog({ level: "info", base: null, timestamp: false });
   const events = new InProcessEventBus();
   const book = new RuleBook();
@@ -166,7 +174,8 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
   const keys = new FixedApiKeys();
   const services: Services = {
     rules: new RuleService(new InMemoryRuleRepository(), book, counters, events, clock),
-    limiter: new Limiter(book, counters, events, clock, { overLimit }),
+    // Holders counted alike on both sides, so that the two hand out the same lease ids.
+    limiter: new Limiter(book, counters, events, clock, { overLimit, leaseHolder: () => `00000000-0000-4000-8000-${String(leases++).padStart(12, "0")}` }),
     keys: new ApiKeyService(keys, {
       adminToken: ADMIN_TOKEN,
       clock,
@@ -297,6 +306,21 @@ describe.each<Storage>(["memory", "unreachable"])("the check fast path answers a
     expect(answers.every((answer) => answer.status === 200)).toBe(true);
     expect(answers.map((answer) => answer.body).join()).toContain('"allowed":false');
     expect(await fastPathAnswers()).toBe(answers.length);
+  });
+
+  it("answers a lease (CONCURRENCY) itself, identically: the lease while a slot is free, null once the rule refuses", async () => {
+    const query = "query Upload($request: CheckLimitsInput!) { checkLimits(request: $request) { allowed lease { id expiresAt } l: lease { expiresAt } remaining } }";
+    const request = { tenantId: "acme", userId: `uploader-${storage}`, resource: "/api/uploads" };
+    const bodies: string[] = [];
+    for (let round = 0; round < 3; round++) bodies.push((await same({ headers: ADMIN, body: { query, variables: { request } } })).body);
+    if (storage === "memory") {
+      expect(bodies[0]).toMatch(/"lease":\{"id":"[A-Za-z0-9_-]+","expiresAt":"[^"]+"\}/);
+      expect(bodies[2]).toContain('"lease":null');
+    } else {
+      // acme-closed (CLOSED) refuses every check of a user while the store is down: no lease.
+      expect(bodies.every((body) => body.includes('"lease":null'))).toBe(true);
+    }
+    expect(await fastPathAnswers()).toBe(3);
   });
 
   it("answers alike for every way a request can be unwelcome, leaving to Apollo what it must", async () => {

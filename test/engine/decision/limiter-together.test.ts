@@ -61,6 +61,20 @@ describe("Limiter.checkTogether", () => {
     expect(alone!.remaining).toBe(3);
   });
 
+  it("skips CONCURRENCY rules, which nothing could release (Envoy's protocol never says a request ended), and hands out no lease", async () => {
+    const [perUser] = withRules(makeRule({ scope: ["USER"], limit: 5 }), makeRule({ scope: ["USER"], algorithm: "CONCURRENCY", limit: 1 }));
+    for (let i = 0; i < 3; i++) {
+      const { decision, parts } = await limiter.checkTogether(BOOTSTRAP, [byUser("u1")]);
+      expect(decision.allowed).toBe(true);
+      expect(decision.lease).toBeUndefined();
+      expect(parts[0]!.results.map((r) => r.rule.id)).toEqual([perUser!.id]);
+    }
+    // The same rule holds a single check's lease.
+    const [single] = await limiter.check(BOOTSTRAP, [byUser("u1")]);
+    expect(single!.lease).toBeDefined();
+    expect((await limiter.check(BOOTSTRAP, [byUser("u1")]))[0]!.allowed).toBe(false);
+  });
+
   it("counts the request once against a bucket two of its checks share", async () => {
     const [tenantWide] = withRules(makeRule({ limit: 3 }));
     const { parts } = await limiter.checkTogether(BOOTSTRAP, [byUser("u1"), byUser("u2")]);

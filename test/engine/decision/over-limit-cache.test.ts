@@ -153,7 +153,8 @@ for (const [name, makeStore, available] of STORES) {
       expect(seen).toEqual(["user:u1"]);
     });
 
-    for (const algorithm of ALGORITHMS) {
+    // CONCURRENCY is never cached: its own cases below.
+    for (const algorithm of ALGORITHMS.filter((a) => a !== "CONCURRENCY")) {
       it(`${algorithm}: refuses locally until the store would admit again, and not a millisecond longer`, async () => {
         load(makeRule({ scope: ["USER"], algorithm, limit: 3, window: 10 }));
         clock.advance(1234);
@@ -219,6 +220,25 @@ for (const [name, makeStore, available] of STORES) {
       load(makeRule({ scope: ["USER"], limit: 1, action: "LOG_ONLY" }));
       await check();
       for (let i = 0; i < 3; i++) expect(await checkAndWatch()).toMatchObject({ askedStore: true, decision: { allowed: true } });
+    });
+
+    it("never caches CONCURRENCY refusals: a release ends them, long before the soonest lease expires", async () => {
+      load(makeRule({ scope: ["USER"], algorithm: "CONCURRENCY", limit: 1 }));
+      const held = await check();
+      for (let i = 0; i < 3; i++) expect(await checkAndWatch()).toMatchObject({ askedStore: true, decision: { allowed: false, source: "COUNTER_STORE" } });
+      expect(cache.size).toBe(0);
+      expect(await limiter.releaseLease(BOOTSTRAP, held.lease!.id)).toBe(true);
+      expect(await checkAndWatch()).toMatchObject({ askedStore: true, decision: { allowed: true } });
+    });
+
+    it("refuses from the cache on another rule's account without taking a lease", async () => {
+      load(makeRule({ scope: ["USER"], limit: 1 }), makeRule({ scope: ["USER"], algorithm: "CONCURRENCY", limit: 1, name: "in flight" }));
+      const admitted = await check();
+      expect(await limiter.releaseLease(BOOTSTRAP, admitted.lease!.id)).toBe(true);
+      await check(); // refused by the per-user rule: the cache learns it
+      const cached = await checkAndWatch();
+      expect(cached).toMatchObject({ askedStore: false, decision: { allowed: false, source: "OVER_LIMIT_CACHE" } });
+      expect(cached.decision.lease).toBeUndefined();
     });
 
     it("resetLimit forgets the bucket: the next check goes to the store and is admitted", async () => {
