@@ -14,6 +14,7 @@ import type { Cluster, Redis } from "ioredis";
 import { ApiKeySnapshotFile } from "./db/api-key-snapshot-file.js";
 import { openDatabase, type Database } from "./db/database.js";
 import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
+import { PrismaBanRepository } from "./db/prisma-ban-repository.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
 import { ConflictError, ValidationError } from "./domain/errors.js";
@@ -22,6 +23,8 @@ import { MAX_BATCH } from "./domain/service-limits.js";
 import { ApiKeyService, BOOTSTRAP } from "./engine/access/api-key-service.js";
 import { CoalescingEventBus } from "./store/coalescing-event-bus.js";
 import { KnownApiKeys } from "./engine/access/known-api-keys.js";
+import { BanScreen } from "./engine/bans/ban-screen.js";
+import { BanService } from "./engine/bans/ban-service.js";
 import { Limiter } from "./engine/decision/limiter.js";
 import { MutationLimiter } from "./engine/access/mutation-limiter.js";
 import { OverLimitCache } from "./engine/decision/over-limit-cache.js";
@@ -117,6 +120,17 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       events: core.events,
       known: knownKeys,
     });
+    const banScreen = new BanScreen();
+    const bans = new BanService({
+      repository: new PrismaBanRepository(core.database.prisma),
+      screen: banScreen,
+      events: core.events,
+      clock: core.clock,
+      reloadIntervalMs: settings.ruleReloadIntervalMs,
+      log: logger,
+    });
+    closers.add(() => bans.close());
+    await bans.start();
     listenToEvents(core.events, { overLimit, keys, leases: core.leasing });
     const { recorder, usage } = openUsage(settings, core, closers, logger);
     const readiness = () => ({
@@ -136,8 +150,9 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     };
     const services = {
       rules: core.rules,
-      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit, usage: recorder }),
+      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit, usage: recorder, screens: [banScreen] }),
       keys,
+      bans,
       mutations: new MutationLimiter(core.counters, core.clock, settings.adminMutationsPerMinute),
       events: core.events,
       usage,

@@ -13,6 +13,7 @@ import { systemClock } from "../../src/domain/ports.js";
 import { parseCheckRequest } from "../../src/domain/request.js";
 import { BOOTSTRAP, type ApiKeyService } from "../../src/engine/access/api-key-service.js";
 import { Limiter } from "../../src/engine/decision/limiter.js";
+import type { BanService } from "../../src/engine/bans/ban-service.js";
 import type { UsageService } from "../../src/engine/usage/usage-service.js";
 import type { MutationLimiter } from "../../src/engine/access/mutation-limiter.js";
 import { RuleBook } from "../../src/engine/decision/rule-book.js";
@@ -192,8 +193,9 @@ describe("one round trip per operation (schema executed in-process)", () => {
       // Authentication and the admin limit belong to the HTTP server, which these in-process operations bypass.
       keys: {} as ApiKeyService,
       mutations: {} as MutationLimiter,
-      // Usage and health are read by queries these tests do not make.
+      // Usage, bans and health are read by queries these tests do not make.
       usage: {} as UsageService,
+      bans: {} as BanService,
       health: {} as Services["health"],
     };
     schema = await buildApiSchema(events);

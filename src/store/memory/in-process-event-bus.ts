@@ -14,6 +14,7 @@ export class InProcessEventBus implements EventBus {
     keyRevocation: new Set(),
     throttle: new Set(),
     nearLimit: new Set(),
+    ban: new Set(),
   };
 
   publish<K extends EventTopic>(topic: K, event: EventMap[K]): Promise<void> {

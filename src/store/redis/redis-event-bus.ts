@@ -4,7 +4,7 @@
  *
  *   <prefix>events:rule-changes   <prefix>events:bucket-resets
  *   <prefix>events:throttle       <prefix>events:near-limit
- *   <prefix>events:key-revocations
+ *   <prefix>events:key-revocations <prefix>events:bans
  *
  * A message is JSON: {"from": "<instance id>", "event": {...}}. The
  * publishing instance delivers its own event to its listeners at once, so its
@@ -18,7 +18,9 @@
  * refusing the bucket from its over-limit cache until the refusal would have
  * ended anyway; a lost key revocation is made up for by each instance
  * checking its cached keys and open sockets against the database again
- * within API_KEY_CACHE_MS; a lost throttle event stays lost.
+ * within API_KEY_CACHE_MS; a lost ban or unban is made up for by each
+ * instance's periodic reload of the live bans (BanService); a lost throttle
+ * event stays lost.
  */
 
 import type { Cluster, Redis } from "ioredis";
@@ -33,10 +35,11 @@ const CHANNEL_NAMES: Record<EventTopic, string> = {
   keyRevocation: "key-revocations",
   throttle: "throttle",
   nearLimit: "near-limit",
+  ban: "bans",
 };
 
 /** The fields of RuleChange, Rule and the events that are Dates, which JSON carries as ISO strings. */
-const DATE_FIELDS = new Set(["at", "createdAt", "updatedAt", "expiresAt"]);
+const DATE_FIELDS = new Set(["at", "createdAt", "updatedAt", "expiresAt", "until"]);
 
 interface Envelope {
   from: string;
