@@ -23,6 +23,7 @@ import { MAX_BATCH } from "./domain/service-limits.js";
 import { ApiKeyService, BOOTSTRAP } from "./engine/access/api-key-service.js";
 import { CoalescingEventBus } from "./store/coalescing-event-bus.js";
 import { KnownApiKeys } from "./engine/access/known-api-keys.js";
+import { AutoBanner } from "./engine/bans/auto-banner.js";
 import { BanScreen } from "./engine/bans/ban-screen.js";
 import { BanService } from "./engine/bans/ban-service.js";
 import { Limiter } from "./engine/decision/limiter.js";
@@ -45,10 +46,12 @@ import { startGrpcServer } from "./server/grpc-server.js";
 import { RateLimitService } from "./api/envoy/rate-limit-service.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
+import { MemoryRefusalCounter } from "./store/memory/memory-refusal-counter.js";
 import { connectAtStart, createRedisClient, createSubscriber, misconfiguration } from "./store/redis/client.js";
 import { KeyLayout } from "./store/redis/key-layout.js";
 import { RedisCounterStore } from "./store/redis/redis-counter-store.js";
 import { RedisEventBus } from "./store/redis/redis-event-bus.js";
+import { RedisRefusalCounter } from "./store/redis/redis-refusal-counter.js";
 import { RedisUsageStore } from "./store/redis/redis-usage-store.js";
 import { MemoryUsageStore } from "./store/memory/memory-usage-store.js";
 import { UsageRecorder } from "./engine/usage/usage-recorder.js";
@@ -131,6 +134,13 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     });
     closers.add(() => bans.close());
     await bans.start();
+    const autoBanner = new AutoBanner({
+      counter: core.redis === null ? new MemoryRefusalCounter(core.clock) : new RedisRefusalCounter(core.redis, settings.redisKeyPrefix),
+      bans,
+      screen: banScreen,
+      clock: core.clock,
+      log: logger,
+    });
     listenToEvents(core.events, { overLimit, keys, leases: core.leasing });
     const { recorder, usage } = openUsage(settings, core, closers, logger);
     const readiness = () => ({
@@ -150,7 +160,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     };
     const services = {
       rules: core.rules,
-      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit, usage: recorder, screens: [banScreen] }),
+      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit, usage: recorder, screens: [banScreen], refusals: autoBanner }),
       keys,
       bans,
       mutations: new MutationLimiter(core.counters, core.clock, settings.adminMutationsPerMinute),

@@ -5,7 +5,9 @@
  * attributes, at that cost or more) is refused here until the Retry-After Floodgate gave,
  * counted from when the check was sent. Only an enforcing refusal counted
  * against Floodgate's counters is remembered: never an admission, a degraded
- * (failure-mode) answer, or anything the client decided itself.
+ * (failure-mode) answer, anything the client decided itself, or a refusal no
+ * rule made (a ban or a deny list entry, source SCREENING: its lifting is not
+ * pushed on the invalidations feed, so a remembered one could outlive it).
  *
  * Why it stays true: a refused bucket only drains with time, and other
  * requests only add to it; only two things can make it admit sooner, a change
@@ -73,7 +75,7 @@ export class RefusalCache {
 
   /** Learns from Floodgate's answer to a check sent at `mark` (see mark()). */
   learn(request: CheckLimitsInput, decision: FloodgateDecision, sentAtMs: number, mark: number): void {
-    if (decision.allowed || decision.degraded || decision.retryAfter === null) return;
+    if (decision.allowed || decision.degraded || decision.retryAfter === null || decision.results.every((r) => r.allowed)) return;
     if (!this.live || mark !== this.invalidations) return;
     this.entries.set(keyOf(request), { decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfter * 1000 });
   }

@@ -16,7 +16,7 @@ import { targetValue } from "./bucket-key.js";
 import { ValidationError } from "./errors.js";
 import type { CheckRequest } from "./request.js";
 import { ipAddress } from "./request.js";
-import { ALL_TENANTS } from "./rule.js";
+import { ALL_TENANTS, type Dimension } from "./rule.js";
 import { LENGTHS } from "./service-limits.js";
 import { integer, oneOf, text } from "./validation.js";
 
@@ -89,6 +89,16 @@ function note(value: string | null | undefined, field: string): string | null {
 /** The request's value of a ban dimension, as a ban names it; null when the request has none. */
 export function banValueOf(dimension: BanDimension, request: CheckRequest): string | null {
   return targetValue({ dimension, attributeKey: null }, request);
+}
+
+/**
+ * What a rule's autoBan bans: the first of its scope's dimensions a ban can
+ * name, in BAN_DIMENSIONS' order (for a rule keyed by [USER, IP], the user;
+ * the bucket's other dimensions are not banned with it); null for a scope
+ * with none (TENANT, ENDPOINT, attributes only), which cannot carry autoBan.
+ */
+export function autoBanDimension(scope: readonly Dimension[]): BanDimension | null {
+  return BAN_DIMENSIONS.find((dimension) => scope.includes(dimension)) ?? null;
 }
 
 /** A ban is live until its end, on every instance's clock: expiry needs no sweeper. */

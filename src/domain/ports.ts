@@ -225,6 +225,16 @@ export interface BanRepository {
   live(tenantId: string | null, now: Date): Promise<Ban[]>;
 }
 
+/**
+ * Refusals of one bucket counted over a period, by every instance together
+ * (Redis with Redis; this process's memory embedded): what a rule's autoBan
+ * counts. The period is fixed from the first refusal it counts.
+ */
+export interface RefusalCounter {
+  /** Counts one refusal under `id`; the count of its period, this one included, which no two calls ever both see. */
+  count(id: string, periodMs: number): Promise<number>;
+}
+
 /** A last-known-good copy of what the database holds, on local disk, for when the database is down. */
 export interface Snapshot<T> {
   read(): Promise<{ items: T[]; savedAt: Date } | null>;

@@ -50,6 +50,9 @@ describe("schema.graphql", () => {
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field attributeKeys on input type UpdateRuleInput was added.",
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field when on input type UpdateRuleInput was added.",
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field attributes on input type CheckLimitsInput was added.",
+    // Issue 16: a rule's automatic ban; without it, refusals ban nobody, as before.
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field autoBan on input type CreateRuleInput was added.",
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field autoBan on input type UpdateRuleInput was added.",
   ];
 
   it("makes no dangerous change to the contract (argument defaults, enum values, optional arguments) beyond the chosen extensions", () => {

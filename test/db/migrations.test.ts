@@ -92,6 +92,7 @@ function migrationCases(open: () => Promise<Target>): void {
       "reach",
       "attribute_keys",
       "attribute_conditions",
+      "auto_ban",
     ]);
   });
 

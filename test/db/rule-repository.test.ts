@@ -39,6 +39,7 @@ const CHANGED: RuleSpec = {
   when: [{ key: "plan", values: ["pro"] }],
   priority: -1,
   enabled: true,
+  autoBan: null,
 };
 
 function ruleRepositoryCases(target: () => Promise<DatabaseTarget>): void {

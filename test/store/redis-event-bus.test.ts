@@ -32,6 +32,7 @@ const RULE_CHANGE: RuleChange = {
     reach: "REGIONAL",
     priority: 0,
     enabled: true,
+    autoBan: null,
     version: 2,
     createdAt: new Date("2026-11-30T11:00:00.001Z"),
     updatedAt: new Date("2026-11-30T12:00:00.123Z"),
@@ -140,7 +141,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     const RULE_CHANGE_JSON =
       '{"kind":"UPDATED","ruleId":"r1","tenantId":"acme","version":2,"at":"2026-11-30T12:00:00.123Z","rule":{"id":"r1","tenantId":"acme","name":"per-user",' +
       '"scope":["USER"],"attributeKeys":[],"when":[],"resource":"/api/**","method":null,"algorithm":"TOKEN_BUCKET","limit":5,"window":1,"windowUnit":"MINUTES","burst":10,' +
-      '"action":"REJECT","failureMode":"OPEN","reach":"REGIONAL","priority":0,"enabled":true,"version":2,"createdAt":"2026-11-30T11:00:00.001Z","updatedAt":"2026-11-30T12:00:00.123Z"}}';
+      '"action":"REJECT","failureMode":"OPEN","reach":"REGIONAL","priority":0,"enabled":true,"autoBan":null,"version":2,"createdAt":"2026-11-30T11:00:00.001Z","updatedAt":"2026-11-30T12:00:00.123Z"}}';
     const THROTTLE_FIELDS =
       '"at":"2026-11-30T12:00:01.000Z","tenantId":"acme","ruleId":"r1","ruleName":"per-user","key":"user:u1","resource":"/api/orders","method":"POST",' +
       '"action":"REJECT","limit":5';

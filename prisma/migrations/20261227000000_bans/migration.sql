@@ -20,3 +20,7 @@ CREATE UNIQUE INDEX "bans_tenant_id_dimension_value_key" ON "bans"("tenant_id", 
 
 -- CreateIndex
 CREATE INDEX "bans_until_idx" ON "bans"("until");
+
+-- A rule's automatic ban: { "refusals": K, "withinSeconds": P, "banSeconds": D }; null, as every rule before, bans nobody.
+-- AlterTable
+ALTER TABLE "rules" ADD COLUMN "auto_ban" JSONB;

@@ -93,3 +93,30 @@ export class BanEventType {
   @Field(() => Date)
   at!: Date;
 }
+
+@ObjectType("AutoBan", {
+  simpleResolvers: true,
+  description: "Once one of the rule's buckets is refused `refusals` times within `withinSeconds`, its first USER, IP, API_KEY or CLIENT value is banned for `banSeconds` (docs/bans.md).",
+})
+export class AutoBanType {
+  @Field(() => Int)
+  refusals!: number;
+
+  @Field(() => Int)
+  withinSeconds!: number;
+
+  @Field(() => Int)
+  banSeconds!: number;
+}
+
+@InputType({ description: "A rule's automatic ban; the rule's scope must have USER, IP, API_KEY or CLIENT." })
+export class AutoBanInput {
+  @Field(() => Int, { description: "1 to 1,000,000." })
+  refusals!: number;
+
+  @Field(() => Int, { description: "1 to 86,400." })
+  withinSeconds!: number;
+
+  @Field(() => Int, { description: "1 to a year." })
+  banSeconds!: number;
+}
