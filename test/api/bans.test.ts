@@ -1,7 +1,7 @@
 /**
  * Bans through the API, on embedded and real storage: a banned value is
  * refused before any rule with reason BANNED and Retry-After, touching no
- * counter; lifting it lets the rules decide again; IP, API_KEY and CLIENT
+ * counter; lifting it lets the rules decide again, and so does its end; IP, API_KEY and CLIENT
  * bans name values as bucket keys show them; validation names the field;
  * the ban and its lifting reach the banEvents subscription.
  */
@@ -54,6 +54,15 @@ await describeOnEachStorage("bans", (suite) => {
     // Nothing was counted while the ban refused: the rule still has its whole limit.
     const decided = await decide({ tenantId, userId: "mallory" });
     expect(decided).toMatchObject({ allowed: true, source: "COUNTER_STORE", reason: null, results: [{ key: "user:mallory", remaining: 4 }] });
+  });
+
+  it("ends a ban on time, with nothing swept: refused until `until`, admitted and unlisted after it", async () => {
+    const tenantId = await perUser();
+    const placed = await ban({ tenantId, dimension: "USER", value: "brief", durationSeconds: 1 });
+    expect((await decide({ tenantId, userId: "brief" })).reason?.code).toBe("BANNED");
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, new Date(placed.until).getTime() - Date.now()) + 20));
+    expect(await decide({ tenantId, userId: "brief" })).toMatchObject({ allowed: true, reason: null });
+    expect((await suite.client.data(BansDocument, { tenantId })).bans).toEqual([]);
   });
 
   it("banning a banned value again gives its ban the new end, keeping its id", async () => {

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
+import type { BanEvent, BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
 import { RedisEventBus } from "../../src/store/redis/redis-event-bus.js";
 import { REDIS_URL, redisAvailable } from "../support/services.js";
 
@@ -57,6 +57,23 @@ const THROTTLE: ThrottleEvent = {
 const RESET: BucketReset = { ruleId: "r1", tenantId: "acme", key: "user:u1" };
 const REVOCATION: KeyRevocation = { keyId: "k1", at: new Date("2026-11-30T12:00:02.000Z") };
 
+const BAN: BanEvent = {
+  kind: "BANNED",
+  tenantId: "acme",
+  ruleId: "r1",
+  ban: {
+    id: "b1",
+    tenantId: "acme",
+    dimension: "USER",
+    value: "u1",
+    until: new Date("2026-11-30T12:10:00.000Z"),
+    note: null,
+    createdAt: new Date("2026-11-30T12:00:00.000Z"),
+    createdBy: "autoBan:r1",
+  },
+  at: new Date("2026-11-30T12:00:03.000Z"),
+};
+
 const { retryAfter: _retryAfter, ...sharedFields } = THROTTLE;
 const NEAR_LIMIT: NearLimitEvent = { ...sharedFields, remaining: 0, count: 1 };
 
@@ -70,6 +87,7 @@ interface Instance {
   revocations: KeyRevocation[];
   throttles: ThrottleEvent[];
   nearLimits: NearLimitEvent[];
+  bans: BanEvent[];
   errors: string[];
 }
 
@@ -86,7 +104,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
   const started: Instance[] = [];
 
   async function instance(keyPrefix: string, publisher = new Redis(REDIS_URL), instanceId: string = randomUUID()): Promise<Instance> {
-    const found: Instance = { bus: undefined!, changes: [], resets: [], revocations: [], throttles: [], nearLimits: [], errors: [] };
+    const found: Instance = { bus: undefined!, changes: [], resets: [], revocations: [], throttles: [], nearLimits: [], bans: [], errors: [] };
     found.bus = new RedisEventBus(publisher, new Redis(REDIS_URL), {
       prefix: keyPrefix,
       instanceId,
@@ -98,6 +116,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     found.bus.subscribe("keyRevocation", (r) => found.revocations.push(r));
     found.bus.subscribe("throttle", (e) => found.throttles.push(e));
     found.bus.subscribe("nearLimit", (e) => found.nearLimits.push(e));
+    found.bus.subscribe("ban", (e) => found.bans.push(e));
     started.push(found);
     return found;
   }
@@ -152,6 +171,11 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
       ["key-revocations", '{"keyId":"k1","at":"2026-11-30T12:00:02.000Z"}'],
       ["throttle", `{${THROTTLE_FIELDS},"retryAfter":30,"shadow":false,"count":3}`],
       ["near-limit", `{${THROTTLE_FIELDS},"shadow":false,"count":1,"remaining":0}`],
+      [
+        "bans",
+        '{"kind":"BANNED","tenantId":"acme","ruleId":"r1","ban":{"id":"b1","tenantId":"acme","dimension":"USER","value":"u1","until":"2026-11-30T12:10:00.000Z",' +
+          '"note":null,"createdAt":"2026-11-30T12:00:00.000Z","createdBy":"autoBan:r1"},"at":"2026-11-30T12:00:03.000Z"}',
+      ],
     ];
 
     it("publishes each topic on its channel as {from, event} JSON, byte for byte", async () => {
@@ -166,6 +190,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
       await a.bus.publish("keyRevocation", REVOCATION);
       await a.bus.publish("throttle", THROTTLE);
       await a.bus.publish("nearLimit", NEAR_LIMIT);
+      await a.bus.publish("ban", BAN);
       await until(() => heard.length === WIRE.length);
       expect(heard).toEqual(WIRE.map(([channel, event]) => [`${shared}events:${channel}`, `{"from":"instance-a","event":${event}}`]));
       raw.disconnect();
@@ -176,8 +201,8 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
       const a = await instance(shared);
       const raw = new Redis(REDIS_URL);
       for (const [channel, event] of WIRE) await raw.publish(`${shared}events:${channel}`, `{"from":"elsewhere","event":${event}}`);
-      await until(() => a.changes.length + a.resets.length + a.revocations.length + a.throttles.length + a.nearLimits.length === WIRE.length);
-      expect(a).toMatchObject({ changes: [RULE_CHANGE], resets: [RESET], revocations: [REVOCATION], throttles: [THROTTLE], nearLimits: [NEAR_LIMIT] });
+      await until(() => a.changes.length + a.resets.length + a.revocations.length + a.throttles.length + a.nearLimits.length + a.bans.length === WIRE.length);
+      expect(a).toMatchObject({ changes: [RULE_CHANGE], resets: [RESET], revocations: [REVOCATION], throttles: [THROTTLE], nearLimits: [NEAR_LIMIT], bans: [BAN] });
       raw.disconnect();
     });
   });
