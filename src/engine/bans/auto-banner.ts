@@ -3,8 +3,10 @@
  * refusal of a rule that has one; after `refusals` refusals of one bucket
  * within `withinSeconds`, counted by every instance together (RefusalCounter),
  * the bucket's identity is banned for `banSeconds`. Which identity: the
- * request's value of the rule's first USER, IP, API_KEY or CLIENT dimension
- * (autoBanDimension), in the request's tenant (for a "*" rule too).
+ * bucket's value of the rule's first USER, IP, API_KEY or CLIENT dimension
+ * (autoBanDimension), read from its key (so for several checks decided
+ * together, the value of the check whose bucket it is), in the request's
+ * tenant (for a "*" rule too).
  *
  * Exactly one counter reply is the threshold itself, so one instance bans;
  * should two ever ban at once, the ban table's one row per value makes them
@@ -14,16 +16,17 @@
  * logged, not raised.
  */
 
-import { autoBanDimension, banValueOf } from "../../domain/ban.js";
+import { autoBanDimension } from "../../domain/ban.js";
+import { dimensionValueOfKey } from "../../domain/bucket-key.js";
 import type { RuleResult } from "../../domain/decision.js";
 import type { Clock, RefusalCounter } from "../../domain/ports.js";
-import type { CheckRequest } from "../../domain/request.js";
 import type { BanScreen } from "./ban-screen.js";
 import type { BanService } from "./ban-service.js";
 
 /** What the limiter tells of refusals (LimiterOptions.refusals). */
 export interface RefusalListener {
-  refused(request: CheckRequest, result: RuleResult): void;
+  /** `tenantId`: the request's (a "*" rule's refusal is the requesting tenant's). */
+  refused(tenantId: string, result: RuleResult): void;
 }
 
 export interface AutoBannerOptions {
@@ -37,18 +40,18 @@ export interface AutoBannerOptions {
 export class AutoBanner implements RefusalListener {
   constructor(private readonly options: AutoBannerOptions) {}
 
-  refused(request: CheckRequest, { rule, key }: RuleResult): void {
+  refused(tenantId: string, { rule, key }: RuleResult): void {
     const autoBan = rule.autoBan;
     if (autoBan === null || rule.action === "LOG_ONLY") return;
     const dimension = autoBanDimension(rule.scope);
-    const value = dimension === null ? null : banValueOf(dimension, request);
+    const value = dimension === null ? null : dimensionValueOfKey(key, dimension);
     if (dimension === null || value === null) return;
     const { counter, bans, screen, clock, log } = this.options;
-    if (screen.find(request.tenantId, dimension, value, clock.now()) !== null) return;
+    if (screen.find(tenantId, dimension, value, clock.now()) !== null) return;
     // A "*" rule's bucket key names the tenant, so one tenant's refusals never count towards another's ban.
     void counter
       .count(`${rule.id}\n${key}`, autoBan.withinSeconds * 1000)
-      .then((count) => (count === autoBan.refusals ? bans.autoBan({ ruleId: rule.id, tenantId: request.tenantId, dimension, value, banSeconds: autoBan.banSeconds }) : null))
+      .then((count) => (count === autoBan.refusals ? bans.autoBan({ ruleId: rule.id, tenantId, dimension, value, banSeconds: autoBan.banSeconds }) : null))
       .catch((error: unknown) => log.warn({ err: error, ruleId: rule.id, key }, "autoBan: counting a refusal or banning failed; this refusal bans nobody"));
   }
 }

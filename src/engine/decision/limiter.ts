@@ -253,7 +253,7 @@ export class Limiter {
   private tellRefusals(request: CheckRequest, decision: Decision): void {
     const listener = this.options.refusals;
     if (!listener || decision.allowed || decision.degraded) return;
-    for (const result of decision.results) if (!result.allowed && result.rule.action !== "LOG_ONLY") listener.refused(request, result);
+    for (const result of decision.results) if (!result.allowed && result.rule.action !== "LOG_ONLY") listener.refused(request.tenantId, result);
   }
 
   /**
