@@ -5,6 +5,9 @@
  * resolves, so its very next check is screened by the new ban). On start the
  * live bans are loaded, and again every `reloadIntervalMs`: the safety net for
  * a ban message an instance never heard, and what drops ended bans from memory.
+ * A database that cannot be reached at start does not stop it (the rules may
+ * come from their snapshot): the instance screens with the bans it hears of
+ * until a reload reaches the database.
  *
  * Bans are changed with the rights rules are (writeRules) and read with
  * readRules. Lifting a ban is idempotent: lifting one that is gone, ended, or
@@ -15,7 +18,7 @@
 import { randomUUID } from "node:crypto";
 import { authorize, holds, may, scopeTenant, type Principal } from "../../domain/access.js";
 import { parseBanInput, type Ban, type BanDimension, type BanInput } from "../../domain/ban.js";
-import { ForbiddenError } from "../../domain/errors.js";
+import { ForbiddenError, UnavailableError } from "../../domain/errors.js";
 import type { BanEventKind } from "../../domain/events.js";
 import type { BanRepository, Clock, EventBus, Unsubscribe } from "../../domain/ports.js";
 import { LENGTHS } from "../../domain/service-limits.js";
@@ -50,7 +53,10 @@ export class BanService {
   /** Listens first, then loads: a ban published while the live bans are read is applied after them, not lost. */
   async start(): Promise<void> {
     this.unsubscribe = this.options.events.subscribe("ban", (event) => this.options.screen.apply(event));
-    await this.reload();
+    await this.reload().catch((error: unknown) => {
+      if (!(error instanceof UnavailableError)) throw error;
+      this.options.log.warn({ err: error }, "the database is unreachable: no ban is enforced but those heard of until a reload reaches it");
+    });
     if (this.options.reloadIntervalMs > 0) {
       this.timer = setInterval(() => {
         this.reload().catch((error: unknown) => this.options.log.warn({ err: error }, "reloading the bans failed; keeping the bans already loaded"));

@@ -2,12 +2,14 @@
  * The ban service over an in-memory repository and bus: start loads the live
  * bans into the screen, a ban or unban through it reaches the screen at once
  * (through the bus), a ban heard while the live bans are being read survives
- * the load, and autoBan leaves a value already banned alone.
+ * the load, an unreachable database does not stop the start, and autoBan
+ * leaves a value already banned alone.
  */
 
 import { describe, expect, it } from "vitest";
 import { BOOTSTRAP } from "../../../src/engine/access/api-key-service.js";
 import type { Ban, BanSpec } from "../../../src/domain/ban.js";
+import { UnavailableError } from "../../../src/domain/errors.js";
 import type { BanRepository } from "../../../src/domain/ports.js";
 import { BanScreen } from "../../../src/engine/bans/ban-screen.js";
 import { BanService } from "../../../src/engine/bans/ban-service.js";
@@ -62,6 +64,20 @@ describe("BanService", () => {
     await service.start();
     expect(screen.screen(mallory, clock.now())?.reason.code).toBe("BANNED");
     expect(screen.find("acme", "USER", "gone", clock.now() - 10)).toBeNull();
+    await service.close();
+  });
+
+  it("starts while the database is unreachable, and loads the live bans at the next reload", async () => {
+    const { clock, repository, screen, service, mallory, input } = setUp();
+    await repository.put("b1", { ...input, dimension: "USER", until: new Date(clock.now() + 1000), note: null }, "bootstrap", new Date(clock.now()));
+    repository.onLive = async () => {
+      throw new UnavailableError("the rule database is unreachable");
+    };
+    await service.start();
+    expect(screen.screen(mallory, clock.now())).toBeNull();
+    repository.onLive = async () => {};
+    await service.reload();
+    expect(screen.screen(mallory, clock.now())?.reason.code).toBe("BANNED");
     await service.close();
   });
 
