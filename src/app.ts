@@ -15,6 +15,7 @@ import { ApiKeySnapshotFile } from "./db/api-key-snapshot-file.js";
 import { openDatabase, type Database } from "./db/database.js";
 import { PrismaAccessListRepository } from "./db/prisma-access-list-repository.js";
 import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
+import { PrismaBanRepository } from "./db/prisma-ban-repository.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
 import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
 import { ConflictError, ValidationError } from "./domain/errors.js";
@@ -26,6 +27,9 @@ import { AccessListService } from "./engine/access-lists/access-list-service.js"
 import { AccessListSync } from "./engine/access-lists/access-list-sync.js";
 import { CoalescingEventBus } from "./store/coalescing-event-bus.js";
 import { KnownApiKeys } from "./engine/access/known-api-keys.js";
+import { AutoBanner } from "./engine/bans/auto-banner.js";
+import { BanScreen } from "./engine/bans/ban-screen.js";
+import { BanService } from "./engine/bans/ban-service.js";
 import { Limiter } from "./engine/decision/limiter.js";
 import { MutationLimiter } from "./engine/access/mutation-limiter.js";
 import { OverLimitCache } from "./engine/decision/over-limit-cache.js";
@@ -46,10 +50,12 @@ import { startGrpcServer } from "./server/grpc-server.js";
 import { RateLimitService } from "./api/envoy/rate-limit-service.js";
 import { InProcessEventBus } from "./store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "./store/memory/memory-counter-store.js";
+import { MemoryRefusalCounter } from "./store/memory/memory-refusal-counter.js";
 import { connectAtStart, createRedisClient, createSubscriber, misconfiguration } from "./store/redis/client.js";
 import { KeyLayout } from "./store/redis/key-layout.js";
 import { RedisCounterStore } from "./store/redis/redis-counter-store.js";
 import { RedisEventBus } from "./store/redis/redis-event-bus.js";
+import { RedisRefusalCounter } from "./store/redis/redis-refusal-counter.js";
 import { RedisUsageStore } from "./store/redis/redis-usage-store.js";
 import { MemoryUsageStore } from "./store/memory/memory-usage-store.js";
 import { UsageRecorder } from "./engine/usage/usage-recorder.js";
@@ -125,6 +131,24 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       events: core.events,
       known: knownKeys,
     });
+    const banScreen = new BanScreen();
+    const bans = new BanService({
+      repository: new PrismaBanRepository(core.database.prisma),
+      screen: banScreen,
+      events: core.events,
+      clock: core.clock,
+      reloadIntervalMs: settings.ruleReloadIntervalMs,
+      log: logger,
+    });
+    closers.add(() => bans.close());
+    await bans.start();
+    const autoBanner = new AutoBanner({
+      counter: core.redis === null ? new MemoryRefusalCounter(core.clock) : new RedisRefusalCounter(core.redis, settings.redisKeyPrefix),
+      bans,
+      screen: banScreen,
+      clock: core.clock,
+      log: logger,
+    });
     listenToEvents(core.events, { overLimit, keys, leases: core.leasing });
     const { recorder, usage } = openUsage(settings, core, closers, logger);
     const readiness = () => ({
@@ -143,12 +167,13 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       };
     };
     // Asked in this order before any rule (domain/screening.ts): a deny list entry, then a ban, then an allow list entry.
-    const screens = [lists.deny, lists.allow];
+    const screens = [lists.deny, banScreen, lists.allow];
     const services = {
       rules: core.rules,
       accessLists: core.accessLists,
-      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit, usage: recorder, screens }),
+      limiter: new Limiter(book, core.counters, core.events, core.clock, { telemetry, overLimit, usage: recorder, screens, refusals: autoBanner }),
       keys,
+      bans,
       mutations: new MutationLimiter(core.counters, core.clock, settings.adminMutationsPerMinute),
       events: core.events,
       usage,

@@ -8,6 +8,7 @@ import type { CheckRequest } from "../domain/request.js";
 import { MAX_BATCH } from "../domain/service-limits.js";
 import type { ApiKeyService } from "../engine/access/api-key-service.js";
 import type { AccessListService } from "../engine/access-lists/access-list-service.js";
+import type { BanService } from "../engine/bans/ban-service.js";
 import type { Limiter } from "../engine/decision/limiter.js";
 import type { MutationLimiter } from "../engine/access/mutation-limiter.js";
 import type { RuleService } from "../engine/rules/rule-service.js";
@@ -19,6 +20,7 @@ export interface Services {
   accessLists: AccessListService;
   limiter: Limiter;
   keys: ApiKeyService;
+  bans: BanService;
   mutations: MutationLimiter;
   events: EventBus;
   usage: UsageService;

@@ -20,6 +20,7 @@ export const Topic = {
   NEAR_LIMIT_EVENTS: "NEAR_LIMIT_EVENTS",
   RULE_CHANGES: "RULE_CHANGES",
   INVALIDATIONS: "INVALIDATIONS",
+  BAN_EVENTS: "BAN_EVENTS",
 } as const;
 
 /** A subscription's arguments: which events it asks for. */
@@ -38,6 +39,7 @@ const BUS_TOPICS = {
   [Topic.THROTTLE_EVENTS]: "throttle",
   [Topic.NEAR_LIMIT_EVENTS]: "nearLimit",
   [Topic.RULE_CHANGES]: "ruleChange",
+  [Topic.BAN_EVENTS]: "ban",
 } as const satisfies Record<string, EventTopic>;
 
 type BusTopic = (typeof BUS_TOPICS)[keyof typeof BUS_TOPICS];

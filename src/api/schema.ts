@@ -7,6 +7,7 @@ import { noTelemetry, type Telemetry } from "../domain/telemetry.js";
 import { eventBusPubSub } from "./event-pubsub.js";
 import { AccessListResolver } from "./resolvers/access-list.resolver.js";
 import { ApiKeyResolver } from "./resolvers/api-key.resolver.js";
+import { BanResolver } from "./resolvers/ban.resolver.js";
 import { EventResolver } from "./resolvers/event.resolver.js";
 import { LimitResolver } from "./resolvers/limit.resolver.js";
 import { OverrideResolver } from "./resolvers/override.resolver.js";
@@ -17,7 +18,7 @@ import { UsageResolver } from "./resolvers/usage.resolver.js";
 /** The API's schema, built from the type-graphql classes; schema.graphql at the root is this, printed. */
 export function buildApiSchema(events: EventBus, telemetry: Telemetry = noTelemetry): Promise<GraphQLSchema> {
   return buildSchema({
-    resolvers: [RuleResolver, OverrideResolver, RulesFileResolver, LimitResolver, ApiKeyResolver, EventResolver, UsageResolver, AccessListResolver],
+    resolvers: [RuleResolver, OverrideResolver, RulesFileResolver, LimitResolver, ApiKeyResolver, EventResolver, UsageResolver, AccessListResolver, BanResolver],
     scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
     pubSub: eventBusPubSub(events, telemetry),
     // Inputs are validated by the domain, with messages that name the field.

@@ -20,7 +20,7 @@ import { creationsByTenant, type OverrideWrite, type RuleRepository, type RuleWr
 import { UNKNOWN_ORIGIN, type ChangeOrigin, type RuleRevision } from "../domain/revision.js";
 import type { AttributeCondition } from "../domain/attributes.js";
 import type { Calendar } from "../domain/calendar.js";
-import { withLaterFields, type Dimension, type HttpMethod, type Rule, type RuleSpec } from "../domain/rule.js";
+import { withLaterFields, type AutoBan, type Dimension, type HttpMethod, type Rule, type RuleSpec } from "../domain/rule.js";
 import { Prisma, type PrismaClient, type Rule as RuleRow, type RuleOverride as OverrideRow, type RuleRevision as RevisionRow } from "./generated/client.js";
 import { unavailable } from "./unavailable.js";
 
@@ -314,13 +314,19 @@ async function record(tx: Transaction, revision: RevisionInput): Promise<void> {
 /** A rule as JSON for the revisions table: dates as ISO text. */
 function snapshot(rule: Rule | null): Prisma.InputJsonObject | typeof Prisma.DbNull {
   if (rule === null) return Prisma.DbNull;
-  return { ...ruleRowOf(rule), calendar: rule.calendar === null ? null : calendarJson(rule.calendar), createdAt: rule.createdAt.toISOString(), updatedAt: rule.updatedAt.toISOString() };
+  return {
+    ...ruleRowOf(rule),
+    calendar: rule.calendar === null ? null : calendarJson(rule.calendar),
+    autoBan: autoBanJson(rule.autoBan),
+    createdAt: rule.createdAt.toISOString(),
+    updatedAt: rule.updatedAt.toISOString(),
+  };
 }
 
 function fromSnapshot(json: Prisma.JsonValue): Rule | null {
   if (json === null) return null;
   const rule = json as unknown as Rule & { createdAt: string; updatedAt: string };
-  return withLaterFields({ ...rule, createdAt: new Date(rule.createdAt), updatedAt: new Date(rule.updatedAt) });
+  return withLaterFields({ ...rule, autoBan: autoBanOfJson(rule.autoBan), createdAt: new Date(rule.createdAt), updatedAt: new Date(rule.updatedAt) });
 }
 
 function toRevision(row: RevisionRow): RuleRevision {
@@ -339,16 +345,40 @@ function toRevision(row: RevisionRow): RuleRevision {
 }
 
 function toRule(row: RuleRow): Rule {
-  return { ...row, method: row.method as HttpMethod | null, when: row.when as unknown as AttributeCondition[], calendar: row.calendar as unknown as Calendar | null };
+  return {
+    ...row,
+    method: row.method as HttpMethod | null,
+    when: row.when as unknown as AttributeCondition[],
+    calendar: row.calendar as unknown as Calendar | null,
+    autoBan: autoBanOfJson(row.autoBan),
+  };
 }
 
-/** A rule's fields as Prisma writes them: the conditions and the calendar as JSON (no calendar: SQL NULL). */
-export function ruleRowOf<T extends RuleSpec>(spec: T): Omit<T, "when" | "calendar"> & { when: Prisma.InputJsonArray; calendar: Prisma.InputJsonObject | typeof Prisma.DbNull } {
-  return { ...spec, when: spec.when.map(({ key, values }) => ({ key, values })), calendar: spec.calendar === null ? Prisma.DbNull : calendarJson(spec.calendar) };
+/** JSONB keeps an object's keys in its own order: the autoBan is rebuilt in the domain's, so that equal ones print and compare alike. */
+function autoBanOfJson(json: unknown): AutoBan | null {
+  if (json === null || json === undefined) return null;
+  const { refusals, withinSeconds, banSeconds } = json as AutoBan;
+  return { refusals, withinSeconds, banSeconds };
+}
+
+/** A rule's fields as Prisma writes them: the conditions, the calendar and the autoBan as JSON (none: SQL NULL). */
+export function ruleRowOf<T extends RuleSpec>(
+  spec: T,
+): Omit<T, "when" | "calendar" | "autoBan"> & { when: Prisma.InputJsonArray; calendar: Prisma.InputJsonObject | typeof Prisma.DbNull; autoBan: Prisma.InputJsonObject | typeof Prisma.DbNull } {
+  return {
+    ...spec,
+    when: spec.when.map(({ key, values }) => ({ key, values })),
+    calendar: spec.calendar === null ? Prisma.DbNull : calendarJson(spec.calendar),
+    autoBan: autoBanJson(spec.autoBan) ?? Prisma.DbNull,
+  };
 }
 
 function calendarJson({ period, timeZone, weekStartsOn }: Calendar): Prisma.InputJsonObject {
   return { period, timeZone, weekStartsOn };
+}
+
+function autoBanJson(autoBan: AutoBan | null): Prisma.InputJsonObject | null {
+  return autoBan === null ? null : { refusals: autoBan.refusals, withinSeconds: autoBan.withinSeconds, banSeconds: autoBan.banSeconds };
 }
 
 function movedOn(): ConflictError {

@@ -80,6 +80,18 @@ export function compileBucketKey(rule: { tenantId: string; scope: readonly Dimen
   };
 }
 
+/**
+ * A dimension's value in a bucket key, unescaped, as the request that made
+ * the key had it (for API_KEY and CLIENT, the digest and the fingerprint);
+ * null when the key is not keyed by it. The parts of a key are split on "|"
+ * safely, since values hold it only escaped.
+ */
+export function dimensionValueOfKey(key: string, dimension: Dimension): string | null {
+  const label = `${LABELS[dimension]}:`;
+  const part = key.split("|").find((p) => p.startsWith(label));
+  return part === undefined ? null : unescapeValue(part.slice(label.length));
+}
+
 /** One string naming a bucket, for maps. Rule ids never contain a newline, so the two parts cannot run into each other. */
 export function bucketId(ruleId: string, key: string): string {
   return `${ruleId}\n${key}`;
@@ -108,4 +120,8 @@ export function secretDigest(secret: string): string {
 
 function escapeValue(value: string): string {
   return /[%|]/.test(value) ? value.replace(/%/g, "%25").replace(/\|/g, "%7C") : value;
+}
+
+function unescapeValue(value: string): string {
+  return value.includes("%") ? value.replace(/%7C|%25/g, (escape) => (escape === "%7C" ? "|" : "%")) : value;
 }

@@ -1,4 +1,5 @@
 import type { ListEntryChange } from "./access-list.js";
+import type { Ban } from "./ban.js";
 import type { Override } from "./override.js";
 import type { Action, Rule } from "./rule.js";
 
@@ -83,13 +84,27 @@ export interface RuleChange {
   override?: { id: string; value: Override | null };
 }
 
+export const BAN_EVENT_KINDS = ["BANNED", "UNBANNED"] as const;
+export type BanEventKind = (typeof BAN_EVENT_KINDS)[number];
+
+/** A ban placed (or replaced) or lifted: every instance's ban screen takes it at once; dashboards show it. */
+export interface BanEvent {
+  kind: BanEventKind;
+  tenantId: string;
+  /** The rule whose autoBan placed it; null for a ban placed by hand, and for every lifting. */
+  ruleId: string | null;
+  ban: Ban;
+  at: Date;
+}
+
 /**
  * Every event the bus carries, by topic: rule changes (to keep every
  * instance's rule book current), bucket resets (so that no instance keeps
  * refusing a bucket from memory once it is reset), key revocations (so that
  * no instance keeps accepting a revoked key from memory, or keeps its sockets
  * open), access list changes (to keep every instance's access list index
- * current), throttle and near-limit events (for dashboards).
+ * current), throttle and near-limit events (for dashboards), bans (to keep
+ * every instance's ban screen current, and for dashboards).
  */
 export interface EventMap {
   ruleChange: RuleChange;
@@ -98,6 +113,7 @@ export interface EventMap {
   accessListChange: ListEntryChange;
   throttle: ThrottleEvent;
   nearLimit: NearLimitEvent;
+  ban: BanEvent;
 }
 
 export type EventTopic = keyof EventMap;

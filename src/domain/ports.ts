@@ -5,6 +5,7 @@
 
 import type { BucketOutcome, LimitParams } from "./algorithms/index.js";
 import type { AccessList, ListEntry, ListEntryChange, ListEntrySpec } from "./access-list.js";
+import type { Ban, BanSpec } from "./ban.js";
 import type { Principal, Role } from "./access.js";
 import type { EventListener, EventMap, EventTopic } from "./events.js";
 import type { ChangeOrigin, RuleRevision } from "./revision.js";
@@ -249,6 +250,33 @@ export interface ApiKeyRepository {
   list(tenantId: string | null): Promise<ApiKey[]>;
   /** Marks the key revoked (once); returns it, or null when there is no such key. */
   revoke(id: string, at: Date): Promise<ApiKey | null>;
+}
+
+/**
+ * Bans (domain/ban.ts): at most one per tenant, dimension and value, however
+ * many instances ban it at once.
+ */
+export interface BanRepository {
+  /**
+   * Stores the ban, or replaces the end, note and author of the tenant's ban
+   * of that dimension and value (keeping its id and so one ban); returns it as stored.
+   */
+  put(id: string, spec: BanSpec, createdBy: string, createdAt: Date): Promise<Ban>;
+  get(id: string): Promise<Ban | null>;
+  /** Deletes the ban; returns it as it was, or null when there was none. */
+  delete(id: string): Promise<Ban | null>;
+  /** The bans not ended by `now`, of one tenant or (null) of every tenant, by tenant, dimension and value. */
+  live(tenantId: string | null, now: Date): Promise<Ban[]>;
+}
+
+/**
+ * Refusals of one bucket counted over a period, by every instance together
+ * (Redis with Redis; this process's memory embedded): what a rule's autoBan
+ * counts. The period is fixed from the first refusal it counts.
+ */
+export interface RefusalCounter {
+  /** Counts one refusal under `id`; the count of its period, this one included, which no two calls ever both see. */
+  count(id: string, periodMs: number): Promise<number>;
 }
 
 /** A last-known-good copy of what the database holds, on local disk, for when the database is down. */

@@ -6,6 +6,7 @@
 
 import { MAX_EXACT } from "./algorithms/index.js";
 import { attributeKey, attributeValue, type AttributeCondition } from "./attributes.js";
+import { autoBanDimension, MAX_BAN_SECONDS } from "./ban.js";
 import { CALENDAR_DEFAULTS, CALENDAR_PERIODS, WEEKDAYS, canonicalTimeZone, type Calendar } from "./calendar.js";
 import { ValidationError } from "./errors.js";
 import { bool, integer, oneOf, text } from "./validation.js";
@@ -27,7 +28,7 @@ import {
 } from "./rule.js";
 
 /** The fields a change may clear with null. */
-const NULLABLE = new Set<keyof RuleSpec>(["resource", "method", "burst", "calendar"]);
+const NULLABLE = new Set<keyof RuleSpec>(["resource", "method", "burst", "calendar", "autoBan"]);
 
 /** Rule input as it arrives: any field may be missing (defaults apply) or of the wrong kind. */
 export type RuleInput = { [K in keyof RuleSpec]?: unknown };
@@ -78,7 +79,7 @@ export function specOf(rule: Rule): RuleSpec {
 /** Whether two validated specs describe the same rule (a change to it would change nothing). */
 export function sameSpec(a: RuleSpec, b: RuleSpec): boolean {
   return (Object.keys(a) as (keyof RuleSpec)[]).every((field) =>
-    typeof a[field] === "object" ? JSON.stringify(a[field]) === JSON.stringify(b[field]) : a[field] === b[field],
+    typeof a[field] === "object" && a[field] !== null ? JSON.stringify(a[field]) === JSON.stringify(b[field]) : a[field] === b[field],
   );
 }
 
@@ -118,6 +119,7 @@ function checkRuleSpec(input: RuleInput, prefix: string): Checked<RuleSpec> {
     reach: collect(() => oneOf(input.reach, REACHES, f("reach"))),
     priority: collect(() => integer(input.priority, f("priority"), -(2 ** 31), 2 ** 31 - 1)),
     enabled: collect(() => bool(input.enabled, f("enabled"))),
+    autoBan: collect(() => autoBan(input.autoBan, f("autoBan"))),
   };
   // The checks across fields need every field they read to be valid.
   if (errors.length === 0) collect(() => validateAcrossFields(spec, f));
@@ -147,6 +149,9 @@ export function validateAcrossFields(spec: RuleSpec, f: (name: keyof RuleSpec) =
   }
   if (spec.algorithm === "CONCURRENCY" && spec.limit > RULE_BOUNDS.maxLogLimit) {
     throw new ValidationError(f("limit"), `must be at most ${RULE_BOUNDS.maxLogLimit} for CONCURRENCY, which stores one lease per request in flight`);
+  }
+  if (spec.autoBan !== null && autoBanDimension(spec.scope) === null) {
+    throw new ValidationError(f("autoBan"), `needs a rule whose scope has USER, IP, API_KEY or CLIENT: that is what it bans (got scope [${spec.scope.join(", ")}])`);
   }
   if (spec.algorithm === "SLIDING_WINDOW_LOG" && spec.limit > RULE_BOUNDS.maxLogLimit) {
     throw new ValidationError(
@@ -179,6 +184,22 @@ function calendar(value: unknown, field: string): Calendar | null {
   const startsOn = weekStartsOn === null || weekStartsOn === undefined ? null : oneOf(weekStartsOn, WEEKDAYS, `${field}.weekStartsOn`);
   if (startsOn !== null && checkedPeriod !== "WEEK") throw new ValidationError(`${field}.weekStartsOn`, `is only for period WEEK (got period ${checkedPeriod})`);
   return { period: checkedPeriod, timeZone: canonical, weekStartsOn: checkedPeriod === "WEEK" ? (startsOn ?? CALENDAR_DEFAULTS.weekStartsOn) : null };
+}
+
+/** The most refusals an autoBan may wait for, and the longest it may count them over (a day). */
+const AUTO_BAN_BOUNDS = { maxRefusals: 1_000_000, maxWithinSeconds: 86_400 };
+
+function autoBan(value: unknown, field: string): RuleSpec["autoBan"] {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== "object" || Array.isArray(value)) throw new ValidationError(field, "must be { refusals, withinSeconds, banSeconds }");
+  const { refusals, withinSeconds, banSeconds, ...rest } = value as Record<string, unknown>;
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) throw new ValidationError(`${field}.${unknown}`, "is not a field of autoBan; its fields are refusals, withinSeconds and banSeconds");
+  return {
+    refusals: integer(refusals, `${field}.refusals`, 1, AUTO_BAN_BOUNDS.maxRefusals),
+    withinSeconds: integer(withinSeconds, `${field}.withinSeconds`, 1, AUTO_BAN_BOUNDS.maxWithinSeconds),
+    banSeconds: integer(banSeconds, `${field}.banSeconds`, 1, MAX_BAN_SECONDS),
+  };
 }
 
 function scope(value: unknown, field: string): RuleSpec["scope"] {

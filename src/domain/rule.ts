@@ -46,6 +46,17 @@ export function windowSecondsOf(window: number, unit: WindowUnit): number {
   return window * SECONDS_PER_UNIT[unit];
 }
 
+/**
+ * A rule's automatic ban (docs/bans.md): once one of its buckets has been
+ * refused `refusals` times within `withinSeconds`, the bucket's identity (its
+ * first USER, IP, API_KEY or CLIENT dimension) is banned for `banSeconds`.
+ */
+export interface AutoBan {
+  refusals: number;
+  withinSeconds: number;
+  banSeconds: number;
+}
+
 /** The fields a caller chooses; everything a rule is, minus identity and bookkeeping. */
 export interface RuleSpec {
   tenantId: string;
@@ -70,6 +81,8 @@ export interface RuleSpec {
   reach: Reach;
   priority: number;
   enabled: boolean;
+  /** Null: refusals ban nobody. */
+  autoBan: AutoBan | null;
 }
 
 export interface Rule extends RuleSpec {
@@ -94,6 +107,7 @@ export const RULE_DEFAULTS = {
   reach: "REGIONAL" as Reach,
   priority: 0,
   enabled: true,
+  autoBan: null,
 } satisfies Partial<RuleSpec>;
 
 /**
@@ -102,7 +116,14 @@ export const RULE_DEFAULTS = {
  * fields added since at the values every rule had before them.
  */
 export function withLaterFields<T extends Rule>(rule: T): T {
-  return { ...rule, reach: rule.reach ?? "REGIONAL", attributeKeys: rule.attributeKeys ?? [], when: rule.when ?? [], calendar: rule.calendar ?? null };
+  return {
+    ...rule,
+    reach: rule.reach ?? "REGIONAL",
+    attributeKeys: rule.attributeKeys ?? [],
+    when: rule.when ?? [],
+    calendar: rule.calendar ?? null,
+    autoBan: rule.autoBan ?? null,
+  };
 }
 
 /** The capacity of a bucket: `burst` where the algorithm has one, else `limit`. */

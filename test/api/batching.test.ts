@@ -13,6 +13,7 @@ import { systemClock } from "../../src/domain/ports.js";
 import { parseCheckRequest } from "../../src/domain/request.js";
 import { BOOTSTRAP, type ApiKeyService } from "../../src/engine/access/api-key-service.js";
 import { Limiter } from "../../src/engine/decision/limiter.js";
+import type { BanService } from "../../src/engine/bans/ban-service.js";
 import type { UsageService } from "../../src/engine/usage/usage-service.js";
 import type { MutationLimiter } from "../../src/engine/access/mutation-limiter.js";
 import { RuleBook } from "../../src/engine/decision/rule-book.js";
@@ -192,9 +193,10 @@ describe("one round trip per operation (schema executed in-process)", () => {
       // Authentication and the admin limit belong to the HTTP server, which these in-process operations bypass.
       keys: {} as ApiKeyService,
       mutations: {} as MutationLimiter,
-      // Usage, health and access lists are read by queries these tests do not make.
+      // Usage, health, access lists and bans are read by queries these tests do not make.
       usage: {} as UsageService,
       accessLists: {} as Services["accessLists"],
+      bans: {} as BanService,
       health: {} as Services["health"],
     };
     schema = await buildApiSchema(events);

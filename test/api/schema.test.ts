@@ -55,6 +55,9 @@ describe("schema.graphql", () => {
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field calendar on input type UpdateRuleInput was added.",
     // Issue 16: CONCURRENCY rules, limiting the requests in flight; a client that does not know it reads only rules it did not make.
     "VALUE_ADDED_TO_ENUM: CONCURRENCY was added to enum type Algorithm.",
+    // Issue 16: a rule's automatic ban; without it, refusals ban nobody, as before.
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field autoBan on input type CreateRuleInput was added.",
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field autoBan on input type UpdateRuleInput was added.",
   ];
 
   it("makes no dangerous change to the contract (argument defaults, enum values, optional arguments) beyond the chosen extensions", () => {

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { FloodgateClient, FloodgateError, type FloodgateDecision } from "floodgate/client";
-import { CheckLimitsAsTheClientHasItDocument, UpdateRuleDocument } from "../generated/graphql.js";
+import { BanDocument, CheckLimitsAsTheClientHasItDocument, UnbanDocument, UpdateRuleDocument } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
 import { apiKey, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
 import { startTcpProxy } from "../harness/tcp-proxy.js";
@@ -182,6 +182,18 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       await suite.client.data(UpdateRuleDocument, { id: rule.id, input: { limit: 10 } });
       await until(() => client.stats().refusalCache?.entries === 0, "the rule change to reach the client");
       expect(await client.check(request)).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
+    });
+
+    it("never remembers a refusal no rule made: a lifted ban admits at the next check", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 100);
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
+      await untilCacheLive(client);
+      const ban = (await suite.client.data(BanDocument, { input: { tenantId, dimension: "USER", value: "u1", durationSeconds: 600 } })).ban;
+      for (let i = 0; i < 3; i++) expect(await client.check({ tenantId, userId: "u1" })).toMatchObject({ allowed: false, source: "SCREENING" });
+      expect(client.stats()).toMatchObject({ decisions: { refusalCache: 0 }, refusalCache: { entries: 0 } });
+      await suite.client.data(UnbanDocument, { id: ban.id });
+      expect(await client.check({ tenantId, userId: "u1" })).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
     });
 
     it("remembers refusals only: admissions and dry runs that admit always ask Floodgate", async () => {

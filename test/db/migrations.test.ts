@@ -93,6 +93,7 @@ function migrationCases(open: () => Promise<Target>): void {
       "attribute_keys",
       "attribute_conditions",
       "calendar",
+      "auto_ban",
     ]);
   });
 

@@ -40,6 +40,7 @@ const CHANGED: RuleSpec = {
   when: [{ key: "plan", values: ["pro"] }],
   priority: -1,
   enabled: true,
+  autoBan: null,
 };
 
 function ruleRepositoryCases(target: () => Promise<DatabaseTarget>): void {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { clientFingerprint, compileBucketKey, WHOLE_RULE_KEY } from "../../src/domain/bucket-key.js";
+import { clientFingerprint, compileBucketKey, dimensionValueOfKey, targetValue, WHOLE_RULE_KEY } from "../../src/domain/bucket-key.js";
 import type { CheckRequest } from "../../src/domain/request.js";
 import { DIMENSIONS, type Dimension } from "../../src/domain/rule.js";
 import { makeTenantOnlyCheckRequest } from "../support/domain-factory.js";
@@ -237,6 +237,22 @@ describe("compileBucketKey escaping", () => {
         expect(first).not.toBe(keyOfPair(makeTenantOnlyCheckRequest({ tenantId: t2, userId: u2 })));
       }),
       { numRuns: 2000 },
+    );
+  });
+});
+
+describe("dimensionValueOfKey", () => {
+  it("reads back each dimension's value as the request had it, for any value, beside any attribute", () => {
+    const text = fc.string({ unit: fc.constantFrom("a", "|", "%", "7", "C", "2", "5", ":", "attr.user:") });
+    fc.assert(
+      fc.property(text, text, text, (userId, ip, plan) => {
+        const request = makeTenantOnlyCheckRequest({ ...full, userId: `u${userId}`, ip: `i${ip}`, attributes: new Map([["plan", plan]]) });
+        const key = compileBucketKey({ tenantId: "*", scope: ["USER", "IP", "API_KEY", "CLIENT"], attributeKeys: ["plan"] })(request)!;
+        for (const dimension of ["TENANT", "USER", "IP", "API_KEY", "CLIENT"] as const) {
+          expect(dimensionValueOfKey(key, dimension)).toBe(targetValue({ dimension, attributeKey: null }, request));
+        }
+        expect(dimensionValueOfKey(key, "ENDPOINT")).toBeNull();
+      }),
     );
   });
 });

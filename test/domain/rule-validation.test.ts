@@ -605,6 +605,7 @@ describe("specOf", () => {
         "action",
         "algorithm",
         "attributeKeys",
+        "autoBan",
         "burst",
         "calendar",
         "enabled",
@@ -709,5 +710,38 @@ describe("validateNewRule attributes", () => {
     const error = rejectNew({ ...valid, ...fields });
     expect(error.field).toBe(field);
     expect(error.message).toBe(message);
+  });
+});
+
+describe("autoBan", () => {
+  const autoBan = { refusals: 5, withinSeconds: 60, banSeconds: 600 };
+
+  it("takes { refusals, withinSeconds, banSeconds } on a rule whose scope has something to ban, and null for none", () => {
+    expect(validateNewRule({ ...valid, scope: ["ENDPOINT", "IP"], autoBan }).autoBan).toEqual(autoBan);
+    expect(validateNewRule(valid).autoBan).toBeNull();
+  });
+
+  it.each([
+    [{ ...autoBan, refusals: 0 }, "input.autoBan.refusals must be at least 1 (got 0)"],
+    [{ ...autoBan, withinSeconds: 86_401 }, "input.autoBan.withinSeconds must be at most 86400 (got 86401)"],
+    [{ ...autoBan, banSeconds: 1.5 }, "input.autoBan.banSeconds must be an integer (got 1.5)"],
+    [{ refusals: 5, withinSeconds: 60 }, "input.autoBan.banSeconds is required"],
+    [{ ...autoBan, forever: true }, "input.autoBan.forever is not a field of autoBan; its fields are refusals, withinSeconds and banSeconds"],
+    [[autoBan], "input.autoBan must be { refusals, withinSeconds, banSeconds }"],
+  ])("rejects %j naming the field", (value, message) => {
+    expect(rejectNew({ ...valid, scope: ["USER"], autoBan: value }).message).toBe(message);
+  });
+
+  it("needs USER, IP, API_KEY or CLIENT in the scope: that is what it bans", () => {
+    const error = rejectNew({ ...valid, scope: ["TENANT", "ENDPOINT"], autoBan });
+    expect(error.field).toBe("input.autoBan");
+    expect(error.message).toBe("input.autoBan needs a rule whose scope has USER, IP, API_KEY or CLIENT: that is what it bans (got scope [TENANT, ENDPOINT])");
+  });
+
+  it("is cleared by a change to null, and compared by value", () => {
+    const current = existing({ scope: ["USER"], autoBan });
+    expect(validateRuleChange(current, { autoBan: null }).autoBan).toBeNull();
+    expect(sameSpec(specOf(current), validateRuleChange(current, { autoBan: { ...autoBan } }))).toBe(true);
+    expect(sameSpec(specOf(current), validateRuleChange(current, { autoBan: { ...autoBan, refusals: 6 } }))).toBe(false);
   });
 });

@@ -9,7 +9,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import type { FloodgateClient } from "floodgate/client";
-import { AddListEntryDocument, RemoveListEntryDocument, type CreateRuleInput } from "../generated/graphql.js";
+import { AddListEntryDocument, BanDocument, RemoveListEntryDocument, type CreateRuleInput } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, newTenant, realStorageAvailable, STORAGES } from "../support/api.js";
 import { startTestApp } from "../support/app.js";
 import { apiKey, patientClient } from "../support/floodgate-clients.js";
@@ -128,6 +128,17 @@ await describeOnEachStorage("middleware", (suite) => {
       expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
       expect(responses.map((r) => r.headers.get("x-ratelimit-limit"))).toEqual([null, null, null]);
       expect(client.stats().decisions.network).toBe(3);
+    });
+
+    it("answers a banned caller 429 with Retry-After until the ban ends, and lets others through", async () => {
+      const { app, rule } = await limitedApp({ scope: ["IP"], limit: 5 }, { trustProxy: 1 });
+      await suite.client.data(BanDocument, { input: { tenantId: rule.tenantId, dimension: "IP", value: "203.0.113.9", durationSeconds: 600 } });
+      const from = (forwardedFor: string) => fetch(`${app.url}/x`, { headers: { "x-forwarded-for": forwardedFor } });
+      const banned = await from("203.0.113.9");
+      expect(banned.status).toBe(429);
+      expect(Number(banned.headers.get("retry-after"))).toBeGreaterThan(590);
+      const other = await from("203.0.113.10");
+      expect([other.status, other.headers.get("x-ratelimit-remaining")]).toEqual([200, "4"]);
     });
 
     it("never trusts X-Forwarded-For by default: the socket's address is the caller", async () => {

@@ -56,6 +56,8 @@ const EXAMPLE_INPUTS: Record<string, Record<string, unknown>> = {
   // Its ruleId is the rule the cases name (set once that rule exists), which is keyed by USER.
   SetOverrideInput: { ruleId: "", dimension: "USER", identifier: "u1", limit: 1 },
   AddListEntryInput: { tenantId: TENANT, list: "DENY", kind: "USER", value: "walked", note: "walked" },
+  AutoBanInput: { refusals: 5, withinSeconds: 60, banSeconds: 600 },
+  BanInput: { tenantId: TENANT, dimension: "USER", value: "u1", durationSeconds: 60 },
 };
 
 interface Case {

@@ -25,6 +25,9 @@ import {
   AdminSnapshotDocument,
   ApiKeysDocument,
   CheckLeaseDocument,
+  BanDocument,
+  BanEventsDocument,
+  BansDocument,
   CheckLimitsBatchDocument,
   CheckLimitsDocument,
   CheckSingleThenBatchDocument,
@@ -55,8 +58,10 @@ import {
   SetOverrideDocument,
   ThrottleEventsDocument,
   TopBucketsDocument,
+  UnbanDocument,
   UpdateRuleDocument,
   type AdminSnapshotQuery,
+  type BanFieldsFragment,
   type CheckLimitsInput,
   type CreateRuleInput,
   type ListEntryFieldsFragment,
@@ -297,6 +302,30 @@ const MATRIX = {
     global: /*                  */ row(ok, F, NF, F, U),
     unknown: /*                 */ row(NF, NF, NF, NF, U),
   },
+  // Bans are changed as rules are and read as rules are; "*" holds none (a ban refuses one tenant's requests).
+  ban: {
+    own: /*                     */ row(ok, ok, F, F, U),
+    other: /*                   */ row(ok, F, F, F, U),
+    global: /*                  */ row(BAD, F, F, F, U),
+  },
+  // Lifting is idempotent: another tenant's ban, like an unknown id, answers false (ok) and changes nothing.
+  unban: {
+    own: /*                     */ row(ok, ok, F, F, U),
+    other: /*                   */ row(ok, ok, F, F, U),
+    unknown: /*                 */ row(ok, ok, F, F, U),
+  },
+  bans: {
+    own: /*                     */ row(ok, ok, F, ok, U),
+    other: /*                   */ row(ok, F, F, F, U),
+    global: /*                  */ row(ok, ok, F, ok, U),
+    omitted: /*                 */ row(ok, ok, F, ok, U),
+  },
+  banEvents: {
+    own: /*                     */ row(ok, ok, F, ok, U),
+    other: /*                   */ row(ok, F, F, F, U),
+    global: /*                  */ row(ok, F, F, F, U),
+    omitted: /*                 */ row(ok, ok, F, ok, U),
+  },
 } satisfies Record<string, Partial<Record<Target, Record<Who, Outcome>>>>;
 
 type Operation = keyof typeof MATRIX;
@@ -337,13 +366,14 @@ function rootFieldsOfSchema(): string[] {
 
 type ApiKeyRow = AdminSnapshotQuery["apiKeys"][number];
 
-/** Everything a refused call must leave alone: rules, keys and access list entries by id, bucket remaining by "ruleId key", the watched rules' overrides by id. */
+/** Everything a refused call must leave alone: rules, keys, access list entries and live bans by id, bucket remaining by "ruleId key", the watched rules' overrides by id. */
 interface Snapshot {
   rules: Record<string, RuleFieldsFragment>;
   keys: Record<string, ApiKeyRow>;
   entries: Record<string, ListEntryFieldsFragment>;
   buckets: Record<string, number>;
   overrides: Record<string, OverrideFieldsFragment>;
+  bans: Record<string, BanFieldsFragment>;
 }
 
 const bucket = (ruleId: string, key: string) => `${ruleId} ${key}`;
@@ -532,6 +562,7 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
       entries: Object.fromEntries(data.listEntries.map((entry) => [entry.id, entry])),
       buckets,
       overrides,
+      bans: Object.fromEntries(data.bans.map((ban) => [ban.id, ban])),
     };
   }
 
@@ -1000,6 +1031,50 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
         },
       }),
 
+    ban: (cell) =>
+      runHttpCell(cell, {
+        prepare: async () => `banned-${randomUUID()}`,
+        send: (client, value) => client.request(BanDocument, { input: { tenantId: tenantOf(cell), dimension: "USER", value, durationSeconds: 3600 } }),
+        pick: (data) => data.ban,
+        allowed: (ban, value, before) => {
+          expect(ban).toMatchObject({ tenantId: tenantOf(cell), dimension: "USER", value });
+          const expected = structuredClone(before);
+          expected.bans[ban.id] = ban;
+          return expected;
+        },
+      }),
+
+    unban: (cell) =>
+      runHttpCell(cell, {
+        prepare: () => victimBan(cell),
+        send: (client, id) => client.request(UnbanDocument, { id }),
+        pick: (data) => data.unban,
+        allowed: (lifted, id, before) => {
+          const mayLift = cell.target === "own" || (cell.target === "other" && cell.who === "ADMIN");
+          expect(lifted).toBe(mayLift);
+          const expected = structuredClone(before);
+          if (mayLift) delete expected.bans[id];
+          return expected;
+        },
+      }),
+
+    bans: (cell) =>
+      runHttpCell(cell, {
+        prepare: () => victimBan(cell),
+        send: (client) => client.request(BansDocument, cell.target === "omitted" ? {} : { tenantId: tenantOf(cell) }),
+        pick: (data) => data.bans,
+        allowed: (bans, id, before) => {
+          if (cell.target === "omitted" && cell.who === "ADMIN") {
+            expect(bans.map((b) => b.id)).toContain(id);
+            return before;
+          }
+          const tenantId = cell.target === "omitted" ? T[cell.home] : tenantOf(cell);
+          for (const ban of bans) expect(ban.tenantId).toBe(tenantId);
+          if (tenantId !== "*") expect(bans.map((b) => b.id)).toContain(id);
+          return before;
+        },
+      }),
+
     deleteOverride: (cell) =>
       runHttpCell(cell, {
         prepare: () => overrideVictim(cell, true),
@@ -1019,6 +1094,12 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
       }),
   };
 
+  /** A ban of a user nobody checks as, in the tenant a cell's target names (none for "unknown", nor in "*", which holds no bans). */
+  async function victimBan(cell: Cell): Promise<string> {
+    if (cell.target === "unknown" || tenantOf(cell) === "*") return randomUUID();
+    return (await admin.data(BanDocument, { input: { tenantId: tenantOf(cell), dimension: "USER", value: `banned-${randomUUID()}`, durationSeconds: 3600 } })).ban.id;
+  }
+
   /** A rules file creating one victim-like rule per entry. */
   function rulesFile(entries: { tenantId: string; name: string }[]): string {
     if (entries.length === 0) return "rules: []\n";
@@ -1035,12 +1116,13 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
 
   // -- WebSocket cells ----------------------------------------------------------
 
-  type EventOperation = "throttleEvents" | "ruleChanges" | "nearLimitEvents" | "invalidations";
+  type EventOperation = "throttleEvents" | "ruleChanges" | "nearLimitEvents" | "invalidations" | "banEvents";
   const EVENT_DOCUMENTS = {
     throttleEvents: ThrottleEventsDocument,
     ruleChanges: RuleChangesDocument,
     nearLimitEvents: NearLimitEventsDocument,
     invalidations: InvalidationsDocument,
+    banEvents: BanEventsDocument,
   };
   /** Operations made to happen by rule changes, which "*" rules make too. */
   const followsRuleChanges = (op: EventOperation) => op === "ruleChanges" || op === "invalidations";
@@ -1086,8 +1168,8 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
   /**
    * Makes one event of `op` happen in a tenant, at once: a denial or a nearly
    * spent bucket of a user never seen before (throttle and near-limit events
-   * of a bucket after its first are held back and coalesced), or a change of
-   * its churn rule (`concurrent`: a new rule instead, since concurrent updates
+   * of a bucket after its first are held back and coalesced), a ban of a user
+   * nobody checks as, or a change of its churn rule (`concurrent`: a new rule instead, since concurrent updates
    * of one rule may conflict).
    */
   async function trigger(op: EventOperation, tenantId: string, concurrent = false): Promise<void> {
@@ -1096,6 +1178,8 @@ describe(`tenant isolation over the API (${storage} storage)`, () => {
       const request = { tenantId, userId: randomUUID(), resource: deny ? "/deny/x" : "/near/x", cost: deny ? 2 : 10 };
       const { checkLimits } = await admin.data(CheckLimitsDocument, { request });
       expect(checkLimits.allowed).toBe(!deny);
+    } else if (op === "banEvents") {
+      await admin.data(BanDocument, { input: { tenantId, dimension: "USER", value: `banned-${randomUUID()}`, durationSeconds: 3600 } });
     } else if (concurrent) {
       await createRule({ tenantId, name: "churn", resource: `/churn/${randomUUID()}/**` });
     } else {

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import type { BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
+import type { BanEvent, BucketReset, KeyRevocation, NearLimitEvent, RuleChange, ThrottleEvent } from "../../src/domain/events.js";
 import { RedisEventBus } from "../../src/store/redis/redis-event-bus.js";
 import { REDIS_URL, redisAvailable } from "../support/services.js";
 
@@ -33,6 +33,7 @@ const RULE_CHANGE: RuleChange = {
     reach: "REGIONAL",
     priority: 0,
     enabled: true,
+    autoBan: null,
     version: 2,
     createdAt: new Date("2026-11-30T11:00:00.001Z"),
     updatedAt: new Date("2026-11-30T12:00:00.123Z"),
@@ -57,6 +58,23 @@ const THROTTLE: ThrottleEvent = {
 const RESET: BucketReset = { ruleId: "r1", tenantId: "acme", key: "user:u1" };
 const REVOCATION: KeyRevocation = { keyId: "k1", at: new Date("2026-11-30T12:00:02.000Z") };
 
+const BAN: BanEvent = {
+  kind: "BANNED",
+  tenantId: "acme",
+  ruleId: "r1",
+  ban: {
+    id: "b1",
+    tenantId: "acme",
+    dimension: "USER",
+    value: "u1",
+    until: new Date("2026-11-30T12:10:00.000Z"),
+    note: null,
+    createdAt: new Date("2026-11-30T12:00:00.000Z"),
+    createdBy: "autoBan:r1",
+  },
+  at: new Date("2026-11-30T12:00:03.000Z"),
+};
+
 const { retryAfter: _retryAfter, ...sharedFields } = THROTTLE;
 const NEAR_LIMIT: NearLimitEvent = { ...sharedFields, remaining: 0, count: 1 };
 
@@ -70,6 +88,7 @@ interface Instance {
   revocations: KeyRevocation[];
   throttles: ThrottleEvent[];
   nearLimits: NearLimitEvent[];
+  bans: BanEvent[];
   errors: string[];
 }
 
@@ -86,7 +105,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
   const started: Instance[] = [];
 
   async function instance(keyPrefix: string, publisher = new Redis(REDIS_URL), instanceId: string = randomUUID()): Promise<Instance> {
-    const found: Instance = { bus: undefined!, changes: [], resets: [], revocations: [], throttles: [], nearLimits: [], errors: [] };
+    const found: Instance = { bus: undefined!, changes: [], resets: [], revocations: [], throttles: [], nearLimits: [], bans: [], errors: [] };
     found.bus = new RedisEventBus(publisher, new Redis(REDIS_URL), {
       prefix: keyPrefix,
       instanceId,
@@ -98,6 +117,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     found.bus.subscribe("keyRevocation", (r) => found.revocations.push(r));
     found.bus.subscribe("throttle", (e) => found.throttles.push(e));
     found.bus.subscribe("nearLimit", (e) => found.nearLimits.push(e));
+    found.bus.subscribe("ban", (e) => found.bans.push(e));
     started.push(found);
     return found;
   }
@@ -141,7 +161,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
     const RULE_CHANGE_JSON =
       '{"kind":"UPDATED","ruleId":"r1","tenantId":"acme","version":2,"at":"2026-11-30T12:00:00.123Z","rule":{"id":"r1","tenantId":"acme","name":"per-user",' +
       '"scope":["USER"],"attributeKeys":[],"when":[],"resource":"/api/**","method":null,"algorithm":"TOKEN_BUCKET","limit":5,"window":1,"windowUnit":"MINUTES","calendar":null,"burst":10,' +
-      '"action":"REJECT","failureMode":"OPEN","reach":"REGIONAL","priority":0,"enabled":true,"version":2,"createdAt":"2026-11-30T11:00:00.001Z","updatedAt":"2026-11-30T12:00:00.123Z"}}';
+      '"action":"REJECT","failureMode":"OPEN","reach":"REGIONAL","priority":0,"enabled":true,"autoBan":null,"version":2,"createdAt":"2026-11-30T11:00:00.001Z","updatedAt":"2026-11-30T12:00:00.123Z"}}';
     const THROTTLE_FIELDS =
       '"at":"2026-11-30T12:00:01.000Z","tenantId":"acme","ruleId":"r1","ruleName":"per-user","key":"user:u1","resource":"/api/orders","method":"POST",' +
       '"action":"REJECT","limit":5';
@@ -152,6 +172,11 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
       ["key-revocations", '{"keyId":"k1","at":"2026-11-30T12:00:02.000Z"}'],
       ["throttle", `{${THROTTLE_FIELDS},"retryAfter":30,"shadow":false,"count":3}`],
       ["near-limit", `{${THROTTLE_FIELDS},"shadow":false,"count":1,"remaining":0}`],
+      [
+        "bans",
+        '{"kind":"BANNED","tenantId":"acme","ruleId":"r1","ban":{"id":"b1","tenantId":"acme","dimension":"USER","value":"u1","until":"2026-11-30T12:10:00.000Z",' +
+          '"note":null,"createdAt":"2026-11-30T12:00:00.000Z","createdBy":"autoBan:r1"},"at":"2026-11-30T12:00:03.000Z"}',
+      ],
     ];
 
     it("publishes each topic on its channel as {from, event} JSON, byte for byte", async () => {
@@ -166,6 +191,7 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
       await a.bus.publish("keyRevocation", REVOCATION);
       await a.bus.publish("throttle", THROTTLE);
       await a.bus.publish("nearLimit", NEAR_LIMIT);
+      await a.bus.publish("ban", BAN);
       await until(() => heard.length === WIRE.length);
       expect(heard).toEqual(WIRE.map(([channel, event]) => [`${shared}events:${channel}`, `{"from":"instance-a","event":${event}}`]));
       raw.disconnect();
@@ -176,8 +202,8 @@ describe.runIf(await redisAvailable())("RedisEventBus", () => {
       const a = await instance(shared);
       const raw = new Redis(REDIS_URL);
       for (const [channel, event] of WIRE) await raw.publish(`${shared}events:${channel}`, `{"from":"elsewhere","event":${event}}`);
-      await until(() => a.changes.length + a.resets.length + a.revocations.length + a.throttles.length + a.nearLimits.length === WIRE.length);
-      expect(a).toMatchObject({ changes: [RULE_CHANGE], resets: [RESET], revocations: [REVOCATION], throttles: [THROTTLE], nearLimits: [NEAR_LIMIT] });
+      await until(() => a.changes.length + a.resets.length + a.revocations.length + a.throttles.length + a.nearLimits.length + a.bans.length === WIRE.length);
+      expect(a).toMatchObject({ changes: [RULE_CHANGE], resets: [RESET], revocations: [REVOCATION], throttles: [THROTTLE], nearLimits: [NEAR_LIMIT], bans: [BAN] });
       raw.disconnect();
     });
   });

@@ -24,6 +24,7 @@ export const CONTRACT_RULE_DEFAULTS = {
   reach: "REGIONAL",
   priority: 0,
   enabled: true,
+  autoBan: null,
 } as const satisfies Omit<RuleSpec, "tenantId" | "name" | "limit" | "window">;
 
 let sequence = 0;
@@ -76,6 +77,7 @@ export function makeNonDefaultRuleSpec(fields: Partial<RuleSpec> = {}): RuleSpec
     reach: "REGIONAL",
     priority: -3,
     enabled: false,
+    autoBan: { refusals: 5, withinSeconds: 60, banSeconds: 600 },
     ...fields,
   };
 }

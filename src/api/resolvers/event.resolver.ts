@@ -59,7 +59,7 @@ function checkable(context: unknown, args: EventArgs): EventFilter {
  * (FORBIDDEN for another tenant), and none at all once its key is revoked,
  * judged again for every event.
  */
-function watchable(context: unknown, args: EventArgs): EventFilter {
+export function watchable(context: unknown, args: EventArgs): EventFilter {
   const { principal, services } = context as ApiContext;
   const { tenantId, ruleId } = referenceArgs(args);
   return {

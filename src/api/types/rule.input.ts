@@ -1,5 +1,6 @@
 import { Field, InputType, Int } from "type-graphql";
 import type { Action, Algorithm, Dimension, FailureMode, Reach, WindowUnit } from "../../domain/rule.js";
+import { AutoBanInput } from "./ban.type.js";
 import { AttributeConditionInput } from "./attribute.type.js";
 import { RuleCalendarInput } from "./calendar.type.js";
 import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, ReachEnum, WindowUnitEnum } from "./enums.js";
@@ -59,6 +60,9 @@ export class CreateRuleInput {
 
   @Field(() => Boolean, { nullable: true, defaultValue: true })
   enabled?: boolean | null;
+
+  @Field(() => AutoBanInput, { nullable: true })
+  autoBan?: AutoBanInput | null;
 }
 
 @InputType()
@@ -113,4 +117,7 @@ export class UpdateRuleInput {
 
   @Field(() => Boolean, { nullable: true })
   enabled?: boolean | null;
+
+  @Field(() => AutoBanInput, { nullable: true, description: "Null: no autoBan any more." })
+  autoBan?: AutoBanInput | null;
 }

@@ -1,5 +1,6 @@
 import { Field, ID, Int, ObjectType } from "type-graphql";
-import type { Action, Algorithm, Dimension, FailureMode, Reach, WindowUnit } from "../../domain/rule.js";
+import type { Action, Algorithm, AutoBan, Dimension, FailureMode, Reach, WindowUnit } from "../../domain/rule.js";
+import { AutoBanType } from "./ban.type.js";
 import { AttributeConditionType } from "./attribute.type.js";
 import { RuleCalendarType } from "./calendar.type.js";
 import { ActionEnum, AlgorithmEnum, DimensionEnum, FailureModeEnum, ReachEnum, WindowUnitEnum } from "./enums.js";
@@ -65,6 +66,9 @@ export class RuleType {
 
   @Field(() => Boolean)
   enabled!: boolean;
+
+  @Field(() => AutoBanType, { nullable: true, description: "Null: refusals ban nobody." })
+  autoBan!: AutoBan | null;
 
   @Field(() => Int, { description: "Increases by one on every change." })
   version!: number;

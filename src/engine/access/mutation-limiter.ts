@@ -75,6 +75,7 @@ function builtInRule(perMinute: number, at: Date): Rule {
     reach: "REGIONAL",
     priority: 0,
     enabled: true,
+    autoBan: null,
     version: 1,
     createdAt: at,
     updatedAt: at,

@@ -40,6 +40,7 @@ import type { CachedRefusal, OverLimitCache } from "./over-limit-cache.js";
 import type { RuleBook } from "./rule-book.js";
 import { noTelemetry, type Telemetry } from "../../domain/telemetry.js";
 import type { UsageRecorder } from "../usage/usage-recorder.js";
+import type { RefusalListener } from "../bans/auto-banner.js";
 
 export interface LimiterOptions {
   telemetry?: Telemetry;
@@ -51,6 +52,8 @@ export interface LimiterOptions {
   screens?: readonly RequestScreen[];
   /** Draws the holder of each check's CONCURRENCY lease (domain/lease.ts); absent: a random UUID. Tests pin it. */
   leaseHolder?: () => string;
+  /** Told of every enforcing rule's refusal of a request that is not a dry run, unless degraded (a failure mode's refusal is no caller's doing): rules' autoBan (engine/bans/auto-banner.ts); absent: nobody. */
+  refusals?: RefusalListener;
 }
 
 interface Applicable {
@@ -215,6 +218,7 @@ export class Limiter {
         const subject = eventSubject(checks);
         this.publishEvents(subject, decision);
         this.countUsage(subject, decision);
+        this.tellRefusals(subject, decision);
       }
       this.report(decision);
       const parts = plan.partsOf === null ? [] : plan.partsOf.map((own) => this.part(plan.applicable, own, readings, reached));
@@ -272,6 +276,12 @@ export class Limiter {
     for (const { rule, key, allowed, consulted } of decision.results) {
       if (consulted) usage.count(request.tenantId, rule.id, key, allowed ? "allowed" : rule.action === "LOG_ONLY" ? "shadowRefused" : "refused", atMs);
     }
+  }
+
+  private tellRefusals(request: CheckRequest, decision: Decision): void {
+    const listener = this.options.refusals;
+    if (!listener || decision.allowed || decision.degraded) return;
+    for (const result of decision.results) if (!result.allowed && result.rule.action !== "LOG_ONLY") listener.refused(request.tenantId, result);
   }
 
   /**

@@ -55,6 +55,7 @@ const RULE_FILE_FIELDS: readonly (keyof RuleSpec)[] = [
   "reach",
   "priority",
   "enabled",
+  "autoBan",
 ];
 
 const FLOW_LISTS = new Set(["scope", "attributeKeys", "values"]);

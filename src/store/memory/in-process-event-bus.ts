@@ -15,6 +15,7 @@ export class InProcessEventBus implements EventBus {
     accessListChange: new Set(),
     throttle: new Set(),
     nearLimit: new Set(),
+    ban: new Set(),
   };
 
   publish<K extends EventTopic>(topic: K, event: EventMap[K]): Promise<void> {

@@ -5,6 +5,7 @@
  *   <prefix>events:rule-changes   <prefix>events:bucket-resets
  *   <prefix>events:throttle       <prefix>events:near-limit
  *   <prefix>events:key-revocations   <prefix>events:access-list-changes
+ *   <prefix>events:bans
  *
  * A message is JSON: {"from": "<instance id>", "event": {...}}. The
  * publishing instance delivers its own event to its listeners at once, so its
@@ -19,8 +20,9 @@
  * ended anyway; a lost key revocation is made up for by each instance
  * checking its cached keys and open sockets against the database again
  * within API_KEY_CACHE_MS; a lost access list change is made up for by the
- * periodic full reload of the lists (AccessListSync); a lost throttle event
- * stays lost.
+ * periodic full reload of the lists (AccessListSync); a lost ban or unban by
+ * each instance's periodic reload of the live bans (BanService); a lost
+ * throttle event stays lost.
  */
 
 import type { Cluster, Redis } from "ioredis";
@@ -36,10 +38,11 @@ const CHANNEL_NAMES: Record<EventTopic, string> = {
   accessListChange: "access-list-changes",
   throttle: "throttle",
   nearLimit: "near-limit",
+  ban: "bans",
 };
 
 /** The fields of RuleChange, Rule and the events that are Dates, which JSON carries as ISO strings. */
-const DATE_FIELDS = new Set(["at", "createdAt", "updatedAt", "expiresAt"]);
+const DATE_FIELDS = new Set(["at", "createdAt", "updatedAt", "expiresAt", "until"]);
 
 interface Envelope {
   from: string;

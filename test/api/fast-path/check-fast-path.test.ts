@@ -26,6 +26,7 @@ import type { Rule } from "../../../src/domain/rule.js";
 import { ApiKeyService } from "../../../src/engine/access/api-key-service.js";
 import { KnownApiKeys } from "../../../src/engine/access/known-api-keys.js";
 import { Limiter } from "../../../src/engine/decision/limiter.js";
+import type { BanService } from "../../../src/engine/bans/ban-service.js";
 import type { UsageService } from "../../../src/engine/usage/usage-service.js";
 import { MutationLimiter } from "../../../src/engine/access/mutation-limiter.js";
 import { OverLimitCache } from "../../../src/engine/decision/over-limit-cache.js";
@@ -185,9 +186,10 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
     }),
     mutations: new MutationLimiter(counters, clock, 1_000),
     events,
-    // Usage, health and access lists are read by queries the fast path never serves, and these tests do not make.
+    // Usage, health, access lists and bans are read by queries the fast path never serves, and these tests do not make.
     usage: {} as UsageService,
     accessLists: {} as Services["accessLists"],
+    bans: {} as BanService,
     health: {} as Services["health"],
   };
   listenToEvents(events, { overLimit, keys: services.keys });

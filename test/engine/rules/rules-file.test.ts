@@ -95,7 +95,7 @@ describe("planning an import", () => {
 
   it("points a missing field at the entry that lacks it, and names an unknown field", () => {
     expect(problemsOf("rules:\n  - tenantId: acme\n    name: x\n    window: 1\n    limits: 5\n")).toEqual([
-      "5:5 rules[0].limits: rules[0].limits is not a rule field; the fields are tenantId, name, scope, attributeKeys, when, resource, method, algorithm, limit, window, windowUnit, calendar, burst, action, failureMode, reach, priority, enabled, overrides",
+      "5:5 rules[0].limits: rules[0].limits is not a rule field; the fields are tenantId, name, scope, attributeKeys, when, resource, method, algorithm, limit, window, windowUnit, calendar, burst, action, failureMode, reach, priority, enabled, autoBan, overrides",
       "2:5 rules[0].limit: rules[0].limit is required",
     ]);
   });
@@ -164,6 +164,10 @@ rules:
     failureMode: LOCAL
     priority: -3
     enabled: false
+    autoBan:
+      refusals: 5
+      withinSeconds: 60
+      banSeconds: 600
 
   - tenantId: acme
     name: plain
