@@ -1,18 +1,27 @@
 /**
  * Live throttling: the throttle and near-limit events of every instance, as
- * they come, and the buckets refused most in the last minutes.
+ * they come, the bans placed and lifted (by hand or by a rule's autoBan), and
+ * the buckets refused most in the last minutes.
  *
  * A flood must not freeze the page: events are queued as they arrive and drawn
  * at most once per animation frame, newest first, in a list of at most
  * MAX_ROWS rows (and a queue of as many: events that would scroll off before
  * they are drawn are never drawn). The tenant and rule filters go to the
- * server (the subscription's arguments); action, shadow and kind are applied
- * here.
+ * server (the subscription's arguments; bans are filtered by tenant there and
+ * by rule here, a ban placed by hand belonging to no rule); action, shadow and
+ * kind are applied here, a ban counting as a refusal (REJECT, enforced).
  */
 
 import type { Api, ApiError } from "./api.js";
 import { field, formatNumber, formatTime, h, select, show } from "./dom.js";
-import { DashboardNearLimitEventsDocument, DashboardThrottleEventsDocument, DashboardTopBucketsDocument, type DashboardRuleFragment } from "./generated/operations.js";
+import {
+  DashboardBanEventsDocument,
+  DashboardNearLimitEventsDocument,
+  DashboardThrottleEventsDocument,
+  DashboardTopBucketsDocument,
+  type DashboardBanEventsSubscription,
+  type DashboardRuleFragment,
+} from "./generated/operations.js";
 import type { View } from "./view.js";
 
 const MAX_ROWS = 200;
@@ -20,7 +29,7 @@ const TOP_REFRESH_MS = 5_000;
 const TOP_LOOKBACK_MS = 5 * 60_000;
 
 interface LiveEvent {
-  kind: "throttle" | "near-limit";
+  kind: "throttle" | "near-limit" | "ban" | "unban";
   at: string;
   tenantId: string;
   ruleName: string;
@@ -38,7 +47,7 @@ export function liveView(api: Api, rules: readonly DashboardRuleFragment[], repo
   const rule = select([["", "every rule"], ...rules.map((r): [string, string] => [r.id, `${r.name} (${r.tenantId})`])]);
   const action = select([["", "any"], "REJECT", "THROTTLE", "LOG_ONLY"]);
   const shadow = select([["", "any"], ["yes", "shadow only"], ["no", "enforced only"]]);
-  const kind = select([["", "throttle and near-limit"], ["throttle", "throttle only"], ["near-limit", "near-limit only"]]);
+  const kind = select([["", "every kind"], ["throttle", "throttle only"], ["near-limit", "near-limit only"], ["ban", "bans only"]]);
   const pause = h("button", { type: "button", className: "secondary", attrs: { "aria-pressed": "false" } }, "Pause");
   const status = h("p", { className: "muted", attrs: { role: "status" } }, "Connecting…");
   const list = h("ol", { className: "events", attrs: { "aria-label": "Live events, newest first", "aria-live": "off" } });
@@ -53,7 +62,7 @@ export function liveView(api: Api, rules: readonly DashboardRuleFragment[], repo
   let unsubscribe: (() => void)[] = [];
 
   const matches = (event: LiveEvent) =>
-    (action.value === "" || event.action === action.value) && (shadow.value === "" || event.shadow === (shadow.value === "yes")) && (kind.value === "" || event.kind === kind.value);
+    (action.value === "" || event.action === action.value) && (shadow.value === "" || event.shadow === (shadow.value === "yes")) && (kind.value === "" || event.kind === kind.value || (kind.value === "ban" && event.kind === "unban"));
 
   const receive = (event: LiveEvent) => {
     events++;
@@ -90,6 +99,14 @@ export function liveView(api: Api, rules: readonly DashboardRuleFragment[], repo
     unsubscribe = [
       api.subscribe(DashboardThrottleEventsDocument, variables, ({ throttleEvents: e }) => receive({ ...e, kind: "throttle", detail: e.retryAfter === null || e.retryAfter === undefined ? "" : `retry after ${e.retryAfter} s` }), fail),
       api.subscribe(DashboardNearLimitEventsDocument, variables, ({ nearLimitEvents: e }) => receive({ ...e, kind: "near-limit", detail: `${formatNumber(e.remaining)} left` }), fail),
+      api.subscribe(
+        DashboardBanEventsDocument,
+        { tenantId: variables.tenantId },
+        ({ banEvents: e }) => {
+          if (variables.ruleId === null || e.ruleId === variables.ruleId) receive(banEvent(e, rules));
+        },
+        fail,
+      ),
     ];
     status.textContent = "Listening…";
   };
@@ -154,8 +171,26 @@ export function liveView(api: Api, rules: readonly DashboardRuleFragment[], repo
   };
 }
 
+/** A ban as a row: its identifier where a throttle event has its bucket, the rule whose autoBan placed it (or "by hand"), its end. */
+function banEvent(e: DashboardBanEventsSubscription["banEvents"], rules: readonly DashboardRuleFragment[]): LiveEvent {
+  const placed = e.kind === "BANNED";
+  return {
+    kind: placed ? "ban" : "unban",
+    at: e.at,
+    tenantId: e.tenantId,
+    ruleName: e.ruleId === null || e.ruleId === undefined ? "by hand" : (rules.find((r) => r.id === e.ruleId)?.name ?? e.ruleId),
+    key: `${e.ban.dimension.toLowerCase()}:${e.ban.value}`,
+    action: "REJECT",
+    shadow: false,
+    count: 1,
+    detail: placed ? `until ${formatTime(e.ban.until)}` : "lifted",
+  };
+}
+
+const LABELS: Record<LiveEvent["kind"], string> = { throttle: "refused", "near-limit": "near limit", ban: "banned", unban: "unbanned" };
+
 function row(event: LiveEvent): HTMLLIElement {
-  const label = event.kind === "throttle" ? (event.shadow ? "would refuse" : "refused") : "near limit";
+  const label = event.kind === "throttle" && event.shadow ? "would refuse" : LABELS[event.kind];
   return h(
     "li",
     { className: `event ${event.kind}${event.shadow ? " shadow" : ""}` },

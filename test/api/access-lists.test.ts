@@ -47,7 +47,9 @@ await describeOnEachStorage("access lists", (suite) => {
       source: "SCREENING",
       remaining: null,
       retryAfter: null,
+      resetAt: null,
       results: [],
+      headers: [],
       reason: { code: "DENY_LISTED", message: `the request's IP address is on the tenant's deny list (entry ${entry.id})`, until: null },
     });
     expect((await suite.client.data(RemoveListEntryDocument, { id: entry.id })).removeListEntry).toBe(true);

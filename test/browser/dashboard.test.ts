@@ -1,7 +1,7 @@
 /**
  * The dashboard in headless Chromium against a real Floodgate (Postgres and
  * Redis): signing in with a key, a throttle event caused through the API
- * shown within a second, a rule's usage chart moving, a rule created with an
+ * shown within a second, a ban and its lifting shown among the live events, a rule's usage chart moving, a rule created with an
  * invalid field (the error beside it), fixed, changed and rolled back, a shadow
  * rule's would-be refusals and its promotion, a YAML import after its dry run,
  * a flood of events drawn as a bounded list. Each main view's screenshot is
@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDashboard } from "../../scripts/build-dashboard.mjs";
 import { launchBrowser } from "../harness/browser.js";
 import type { TestApp } from "../harness/in-process-app.js";
-import { CheckLimitsBatchDocument, CreateApiKeyDocument, GetRuleDocument, ListRulesDocument } from "../generated/graphql.js";
+import { BanDocument, BansDocument, CheckLimitsBatchDocument, CreateApiKeyDocument, GetRuleDocument, ListRulesDocument, UnbanDocument } from "../generated/graphql.js";
 import { check, createRule, newTenant, realStorageAvailable, sleep } from "../support/api.js";
 import { startTestApp } from "../support/app.js";
 import { startInProcessApp } from "../harness/in-process-app.js";
@@ -95,6 +95,28 @@ describe.runIf((await chromiumAvailable()) && (await realStorageAvailable()))("t
     // The top buckets are read again every 5 s.
     await page.locator("tbody tr", { hasText: "user:warm-up" }).waitFor({ timeout: 12_000 });
     await page.screenshot({ path: `${SCREENSHOTS}live.png` });
+  });
+
+  it("shows a ban placed and lifted through the API among the live events", async () => {
+    await goTo("#live");
+    await page.getByRole("heading", { name: "Live throttling" }).waitFor();
+    // Until a first ban shows, the subscription may not be listening yet: ban new users until one does.
+    let banned = "";
+    for (let attempt = 0; banned === ""; attempt++) {
+      const value = `troll-${attempt}`;
+      await t.client.data(BanDocument, { input: { tenantId, dimension: "USER", value, durationSeconds: 600, note: "dashboard test" } });
+      const shown = await page
+        .locator(".event.ban", { hasText: `user:${value}` })
+        .waitFor({ timeout: 500 })
+        .then(() => true, () => false);
+      if (shown) banned = value;
+    }
+    const row = page.locator(".event.ban", { hasText: `user:${banned}` });
+    expect(await row.textContent()).toMatch(/banned.*by hand.*until/);
+    const { bans } = await t.client.data(BansDocument, { tenantId });
+    await t.client.data(UnbanDocument, { id: bans.find((b) => b.value === banned)!.id });
+    await page.locator(".event.unban", { hasText: `user:${banned}` }).waitFor({ timeout: 1_000 });
+    expect(await page.locator(".event.unban", { hasText: `user:${banned}` }).textContent()).toContain("lifted");
   });
 
   it("filters events by action and shadow, and draws a flood as a list of at most 200 rows", async () => {
