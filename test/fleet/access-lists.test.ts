@@ -4,31 +4,18 @@
  * (the measured times are printed), and one removed stops applying there.
  */
 
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AddListEntryDocument, CheckScreenedDocument, RemoveListEntryDocument, type CheckLimitsInput } from "../generated/graphql.js";
-import { newTenant, realStorageAvailable, sleep, warmUp } from "../support/api.js";
-import { startTestApps } from "../support/app.js";
+import { newTenant, realStorageAvailable, sleep } from "../support/api.js";
+import { useTwoInstances } from "../support/fleet.js";
 import type { TestApp } from "../harness/in-process-app.js";
 
 const PROPAGATION_BOUND_MS = 1000;
 
 describe.runIf(await realStorageAvailable())("access lists on two instances", () => {
-  let stopFleet: () => Promise<void>;
   let a: TestApp;
   let b: TestApp;
-  const measured: string[] = [];
-
-  beforeAll(async () => {
-    const fleet = await startTestApps(2);
-    [a, b] = fleet.apps as [TestApp, TestApp];
-    stopFleet = fleet.stop;
-    await warmUp(fleet.apps);
-  });
-
-  afterAll(async () => {
-    await stopFleet?.();
-    if (measured.length > 0) console.log(`measured on this machine:\n  ${measured.join("\n  ")}`);
-  });
+  const measured = useTwoInstances((apps) => ([a, b] = apps));
 
   /** Polls `on` (dry runs) until the request's screening reason is `expected`; how long that took from `since`. */
   async function untilReason(on: TestApp, request: CheckLimitsInput, expected: string | null, since: number): Promise<number> {

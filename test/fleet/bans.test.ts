@@ -10,32 +10,19 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BanDocument, BanEventsDocument, BansDocument, CheckScreenedDocument, UnbanDocument, type BanEventsSubscription, type CheckLimitsInput } from "../generated/graphql.js";
-import { createRule, newTenant, realStorageAvailable, warmUp } from "../support/api.js";
-import { startTestApps } from "../support/app.js";
+import { createRule, newTenant, realStorageAvailable } from "../support/api.js";
+import { useTwoInstances } from "../support/fleet.js";
 import type { TestApp } from "../harness/in-process-app.js";
 import { subscribe } from "../support/subscriptions.js";
 
 const PROPAGATION_BOUND_MS = 1000;
 
 describe.runIf(await realStorageAvailable())("bans on two instances", () => {
-  let stopFleet: () => Promise<void>;
   let a: TestApp;
   let b: TestApp;
-  const measured: string[] = [];
-
-  beforeAll(async () => {
-    const fleet = await startTestApps(2);
-    [a, b] = fleet.apps as [TestApp, TestApp];
-    stopFleet = fleet.stop;
-    await warmUp(fleet.apps);
-  });
-
-  afterAll(async () => {
-    await stopFleet?.();
-    if (measured.length > 0) console.log(`measured on this machine:\n  ${measured.join("\n  ")}`);
-  });
+  const measured = useTwoInstances((apps) => ([a, b] = apps));
 
   const decide = async (on: TestApp, request: CheckLimitsInput) => (await on.client.data(CheckScreenedDocument, { request })).checkLimits;
 

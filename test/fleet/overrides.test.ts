@@ -6,31 +6,18 @@
  * times are printed.
  */
 
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CheckWithOverrideDocument, DeleteOverrideDocument, SetOverrideDocument, type CheckLimitsInput } from "../generated/graphql.js";
-import { createRule, newTenant, realStorageAvailable, sleep, warmUp } from "../support/api.js";
-import { startTestApps } from "../support/app.js";
+import { createRule, newTenant, realStorageAvailable, sleep } from "../support/api.js";
+import { useTwoInstances } from "../support/fleet.js";
 import type { TestApp } from "../harness/in-process-app.js";
 
 const PROPAGATION_BOUND_MS = 1000;
 
 describe.runIf(await realStorageAvailable())("overrides on two instances", () => {
-  let stopFleet: () => Promise<void>;
   let a: TestApp;
   let b: TestApp;
-  const measured: string[] = [];
-
-  beforeAll(async () => {
-    const fleet = await startTestApps(2);
-    [a, b] = fleet.apps as [TestApp, TestApp];
-    stopFleet = fleet.stop;
-    await warmUp(fleet.apps);
-  });
-
-  afterAll(async () => {
-    await stopFleet?.();
-    if (measured.length > 0) console.log(`measured on this machine:\n  ${measured.join("\n  ")}`);
-  });
+  const measured = useTwoInstances((apps) => ([a, b] = apps));
 
   /** The limit `on` gives the request's bucket, polled (dry runs) until `expected`; how long that took from `since`. */
   async function untilLimit(on: TestApp, request: CheckLimitsInput, expected: number, since: number): Promise<number> {

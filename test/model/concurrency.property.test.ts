@@ -10,16 +10,12 @@
  */
 
 import fc from "fast-check";
-import { Cluster, type Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
-import type { BucketRef, CounterStore } from "../../src/domain/ports.js";
-import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
-import { KeyLayout } from "../../src/store/redis/key-layout.js";
+import type { BucketRef } from "../../src/domain/ports.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { ManualClock } from "../support/clock.js";
-import { startRedisCluster, type LocalRedisCluster } from "../harness/local-redis.js";
-import { testRedis } from "../support/redis.js";
+import { useStoreSubjects } from "./store-subjects.js";
 import { redisAvailable, redisBinariesAvailable } from "../support/services.js";
 import { ConcurrencyModel, decideModels, modelFor } from "./reference-model.js";
 
@@ -52,37 +48,8 @@ const rulesArbitrary = fc.record({
 });
 
 describe("CONCURRENCY: leases under random interleavings", () => {
-  let redis: Redis | null = null;
-  let cleanup: () => Promise<void> = async () => undefined;
-  let layout: KeyLayout;
-  let cluster: LocalRedisCluster | null = null;
-  let clusterClient: Cluster | null = null;
+  const { stores, redis: ownRedis } = useStoreSubjects({ withRedis, withCluster });
   let sequence = 0;
-
-  beforeAll(async () => {
-    if (withRedis) {
-      const r = testRedis();
-      redis = r.redis;
-      cleanup = r.cleanup;
-      layout = new KeyLayout(r.prefix, 8);
-    }
-    if (withCluster) {
-      cluster = await startRedisCluster({ replicasPerMaster: 0 });
-      clusterClient = new Cluster(cluster.nodes);
-    }
-  });
-  afterAll(async () => {
-    clusterClient?.disconnect();
-    await cluster?.stop();
-    await cleanup();
-  });
-
-  function stores(clock: ManualClock): CounterStore[] {
-    const subjects: CounterStore[] = [new MemoryCounterStore({ clock, sweepIntervalMs: 0 })];
-    if (redis) subjects.push(new RedisCounterStore(redis, { layout, clock }));
-    if (clusterClient) subjects.push(new RedisCounterStore(clusterClient, { layout: new KeyLayout("fg:", 8), clock }));
-    return subjects;
-  }
 
   it("every store agrees with the model, and never holds more than limit live leases", async () => {
     await fc.assert(
@@ -132,7 +99,8 @@ describe("CONCURRENCY: leases under random interleavings", () => {
 
   describe.runIf(withRedis)("many checks at once on real Redis", () => {
     it("admits exactly limit, then exactly as many as were released", async () => {
-      const store = new RedisCounterStore(redis!, { layout });
+      const { redis, layout } = ownRedis()!;
+      const store = new RedisCounterStore(redis, { layout });
       const leases: BucketRef = { ruleId: `burst-${sequence++}`, key: "tenant:acme", params: { algorithm: "CONCURRENCY", limit: 7, windowMs: 60_000, capacity: 7, action: "REJECT" } };
       const burst = (from: number) =>
         Promise.all(Array.from({ length: 200 }, (_, i) => store.decide([{ buckets: [leases], cost: 1, dryRun: false, lease: `lease-${from + i}` }]).then(([reply]) => (reply!.allowed ? `lease-${from + i}` : null))));

@@ -10,18 +10,13 @@
  */
 
 import fc from "fast-check";
-import { Cluster, type Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
 import type { CounterCall, CounterStore } from "../../src/domain/ports.js";
 import { LONGEST_PERIOD_MS, type Calendar } from "../../src/domain/calendar.js";
 import { ACTIONS, ALGORITHMS } from "../../src/domain/rule.js";
-import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
-import { KeyLayout } from "../../src/store/redis/key-layout.js";
-import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { ManualClock } from "../support/clock.js";
-import { startRedisCluster, type LocalRedisCluster } from "../harness/local-redis.js";
-import { testRedis } from "../support/redis.js";
+import { useStoreSubjects } from "./store-subjects.js";
 import { redisAvailable, redisBinariesAvailable } from "../support/services.js";
 import { anyParams, paramsFor, stepArbitrary } from "./arbitraries.js";
 import { CalendarWindowModel, decideModels, modelFor, type BucketModel } from "./reference-model.js";
@@ -35,38 +30,9 @@ const withRedis = await redisAvailable();
 const withCluster = await redisBinariesAvailable();
 
 describe("the implementations agree with the reference model", () => {
-  let redis: Redis | null = null;
-  let cleanup: () => Promise<void> = async () => undefined;
-  let layout: KeyLayout;
-  let cluster: LocalRedisCluster | null = null;
-  let clusterClient: Cluster | null = null;
+  const { stores } = useStoreSubjects({ withRedis, withCluster });
   let sequence = 0;
   let leases = 0;
-
-  beforeAll(async () => {
-    if (withRedis) {
-      const r = testRedis();
-      redis = r.redis;
-      cleanup = r.cleanup;
-      layout = new KeyLayout(r.prefix, 8);
-    }
-    if (withCluster) {
-      cluster = await startRedisCluster({ replicasPerMaster: 0 });
-      clusterClient = new Cluster(cluster.nodes);
-    }
-  });
-  afterAll(async () => {
-    clusterClient?.disconnect();
-    await cluster?.stop();
-    await cleanup();
-  });
-
-  function stores(clock: ManualClock): CounterStore[] {
-    const subjects: CounterStore[] = [new MemoryCounterStore({ clock, sweepIntervalMs: 0 })];
-    if (redis) subjects.push(new RedisCounterStore(redis, { layout, clock }));
-    if (clusterClient) subjects.push(new RedisCounterStore(clusterClient, { layout: new KeyLayout("fg:", 8), clock }));
-    return subjects;
-  }
 
   async function agree(
     buckets: { ruleId: string; key: string; model: BucketModel; params: LimitParams }[],
