@@ -17,6 +17,8 @@ import { PrismaAccessListRepository } from "./db/prisma-access-list-repository.j
 import { PrismaApiKeyRepository } from "./db/prisma-api-key-repository.js";
 import { PrismaBanRepository } from "./db/prisma-ban-repository.js";
 import { PrismaRuleRepository } from "./db/prisma-rule-repository.js";
+import { AccessListSnapshotFile } from "./db/access-list-snapshot-file.js";
+import { BanSnapshotFile } from "./db/ban-snapshot-file.js";
 import { RuleSnapshotFile } from "./db/rule-snapshot-file.js";
 import { ConflictError, ValidationError } from "./domain/errors.js";
 import { systemClock, type Clock, type CounterStore, type EventBus } from "./domain/ports.js";
@@ -107,7 +109,17 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
     await sync.start();
     logger.info({ rules: book.size, source: sync.source }, "rules loaded");
     const lists = new AccessListIndex();
-    const listSync = new AccessListSync({ repository: core.listRepository, index: lists, events: core.events, reloadIntervalMs: settings.ruleReloadIntervalMs, log: logger });
+    // Like the rules' snapshot: only a remote database needs a local copy of what it holds.
+    const lastKnownGood = <T>(file: string, make: (path: string, databaseUrl: string) => T): T | null =>
+      settings.databaseUrl && settings.dataDir ? make(join(settings.dataDir, file), settings.databaseUrl) : null;
+    const listSync = new AccessListSync({
+      repository: core.listRepository,
+      index: lists,
+      events: core.events,
+      reloadIntervalMs: settings.ruleReloadIntervalMs,
+      snapshot: lastKnownGood("access-lists-snapshot.json", (path, url) => new AccessListSnapshotFile(path, url)),
+      log: logger,
+    });
     closers.add(() => listSync.close());
     await listSync.start();
     if (settings.rulesFile !== null) await importRulesFile(core.rules, settings.rulesFile, logger);
@@ -138,6 +150,7 @@ export async function startApp(settings: Settings, options: AppOptions = {}): Pr
       events: core.events,
       clock: core.clock,
       reloadIntervalMs: settings.ruleReloadIntervalMs,
+      snapshot: lastKnownGood("bans-snapshot.json", (path, url) => new BanSnapshotFile(path, url)),
       log: logger,
     });
     closers.add(() => bans.close());

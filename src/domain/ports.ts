@@ -291,6 +291,12 @@ export type RuleSnapshot = Snapshot<Rule>;
 /** Every key's credential (secret hashes only), so that known keys authenticate while the database is down. */
 export type ApiKeySnapshot = Snapshot<ApiKeyCredential>;
 
+/** Every access list entry, so that an instance starting while the database is down still enforces them. */
+export type AccessListSnapshot = Snapshot<ListEntry>;
+
+/** The live bans, likewise. */
+export type BanSnapshot = Snapshot<Ban>;
+
 export type Unsubscribe = () => void;
 
 /**

@@ -5,6 +5,7 @@
  * itself. It even starts while the database is down, from the last-known-good
  * snapshot on disk, and says so in /readyz. API keys known before the outage
  * keep working through it, after a restart too; revoked ones stay refused, and
+ * access list entries and bans known before it stay enforced after a restart;
  * a key that cannot be verified is a 503 with Retry-After, never a 500.
  */
 
@@ -18,7 +19,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import { loadSettings } from "../../src/config/settings.js";
 import {
+  AddListEntryDocument,
+  BanDocument,
   CheckLimitsDocument,
+  CheckScreenedDocument,
   CreateApiKeyDocument,
   CreateRuleDocument,
   HealthDocument,
@@ -26,6 +30,7 @@ import {
   RevokeApiKeyDocument,
   ThrottleEventsDocument,
   UpdateRuleDocument,
+  type CheckLimitsInput,
 } from "../generated/graphql.js";
 import { testAdminToken } from "../harness/in-process-app.js";
 import { GraphQLClient } from "../harness/graphql-client.js";
@@ -222,6 +227,26 @@ describe.runIf(await postgresAvailable())("when Postgres is unreachable", () => 
       expect(await checkAs(app, known.secret, tenantId)).toEqual(ALLOWED);
       expect(await checkAs(app, revoked.secret, tenantId)).toEqual(REFUSED);
       expect(await checkAs(app, "fg_never-issued-by-anyone", tenantId)).toEqual(UNVERIFIABLE);
+      await stop(app);
+    });
+  });
+
+  it("starts from its snapshots while the database is down with the access list entries and bans it knew: they still refuse, counting nothing", async () => {
+    const tenantId = "pg-screens-boot";
+    const first = await start();
+    await first.client.data(CreateRuleDocument, { input: { tenantId, name: "per-user", scope: ["USER"], limit: 1000, window: 60 } });
+    await first.client.data(AddListEntryDocument, { input: { tenantId, list: "DENY", kind: "IP", value: "192.0.2.0/24", note: "scanner" } });
+    await first.client.data(BanDocument, { input: { tenantId, dimension: "USER", value: "troll", durationSeconds: 3600 } });
+    await stop(first.app);
+    expect(statSync(join(dataDir, "access-lists-snapshot.json")).mode & 0o777).toBe(0o600);
+
+    await whileDown(async () => {
+      const { app, client } = await start();
+      expect(await readiness(app)).toMatchObject({ ready: true, rules: { source: "snapshot" } });
+      const decide = async (request: Omit<CheckLimitsInput, "tenantId">) => (await client.data(CheckScreenedDocument, { request: { tenantId, ...request } })).checkLimits;
+      expect(await decide({ userId: "u1", ip: "192.0.2.77" })).toMatchObject({ allowed: false, source: "SCREENING", reason: { code: "DENY_LISTED" } });
+      expect(await decide({ userId: "troll", ip: "198.51.100.1" })).toMatchObject({ allowed: false, source: "SCREENING", reason: { code: "BANNED" } });
+      expect(await decide({ userId: "u1", ip: "198.51.100.1" })).toMatchObject({ allowed: true, source: "COUNTER_STORE", reason: null });
       await stop(app);
     });
   });

@@ -152,6 +152,11 @@ export class AccessListIndex {
     return this.byId.size;
   }
 
+  /** Every entry held, for the last-known-good snapshot. */
+  entries(): ListEntry[] {
+    return [...this.byId.values()];
+  }
+
   /**
    * Replaces every entry with what `read` returns, then applies again the
    * changes heard while it read: a change is never undone by a load that

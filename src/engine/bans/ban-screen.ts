@@ -35,6 +35,11 @@ export class BanScreen implements RequestScreen {
     return ban !== undefined && isLive(ban, nowMs) ? ban : null;
   }
 
+  /** Every ban held (some may have ended), for the last-known-good snapshot. */
+  bans(): Ban[] {
+    return [...this.tenants.values()].flatMap((dimensions) => [...dimensions.values()].flatMap((bans) => [...bans.values()]));
+  }
+
   /** Replaces every ban held with these (the live ones from the database). */
   load(bans: readonly Ban[]): void {
     this.tenants.clear();

@@ -6,8 +6,9 @@
  * live bans are loaded, and again every `reloadIntervalMs`: the safety net for
  * a ban message an instance never heard, and what drops ended bans from memory.
  * A database that cannot be reached at start does not stop it (the rules may
- * come from their snapshot): the instance screens with the bans it hears of
- * until a reload reaches the database.
+ * come from their snapshot): the instance screens with the live bans of the
+ * last-known-good snapshot (last-known-good.ts), where there is one, and those
+ * it hears of, until a reload reaches the database.
  *
  * Bans are changed with the rights rules are (writeRules) and read with
  * readRules. Lifting a ban is idempotent: lifting one that is gone, ended, or
@@ -20,9 +21,10 @@ import { authorize, holds, may, scopeTenant, type Principal } from "../../domain
 import { parseBanInput, type Ban, type BanDimension, type BanInput } from "../../domain/ban.js";
 import { ForbiddenError, UnavailableError } from "../../domain/errors.js";
 import type { BanEventKind } from "../../domain/events.js";
-import type { BanRepository, Clock, EventBus, Unsubscribe } from "../../domain/ports.js";
+import type { BanRepository, BanSnapshot, Clock, EventBus, Unsubscribe } from "../../domain/ports.js";
 import { LENGTHS } from "../../domain/service-limits.js";
 import { reference } from "../../domain/validation.js";
+import { LastKnownGood } from "../last-known-good.js";
 import type { BanScreen } from "./ban-screen.js";
 
 export interface BanServiceOptions {
@@ -32,6 +34,8 @@ export interface BanServiceOptions {
   clock: Clock;
   /** How often the live bans are reloaded from the database; 0: never (tests). */
   reloadIntervalMs: number;
+  /** Null: none kept (embedded storage, no DATA_DIR). */
+  snapshot: BanSnapshot | null;
   log: { warn(fields: object, message: string): void };
 }
 
@@ -48,14 +52,30 @@ export class BanService {
   private unsubscribe: Unsubscribe | null = null;
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly options: BanServiceOptions) {}
+  private readonly lastKnown: LastKnownGood<Ban>;
+
+  constructor(private readonly options: BanServiceOptions) {
+    this.lastKnown = new LastKnownGood(options.snapshot, options.log);
+  }
 
   /** Listens first, then loads: a ban published while the live bans are read is applied after them, not lost. */
   async start(): Promise<void> {
-    this.unsubscribe = this.options.events.subscribe("ban", (event) => this.options.screen.apply(event));
-    await this.reload().catch((error: unknown) => {
+    this.unsubscribe = this.options.events.subscribe("ban", (event) => {
+      this.options.screen.apply(event);
+      this.lastKnown.changed(() => this.options.screen.bans());
+    });
+    await this.reload().catch(async (error: unknown) => {
       if (!(error instanceof UnavailableError)) throw error;
-      this.options.log.warn({ err: error }, "the database is unreachable: no ban is enforced but those heard of until a reload reaches it");
+      const saved = await this.lastKnown.saved();
+      if (saved === null) {
+        this.options.log.warn({ err: error }, "the database is unreachable: no ban is enforced but those heard of until a reload reaches it");
+        return;
+      }
+      for (const ban of saved.items) this.options.screen.apply({ kind: "BANNED", ban });
+      this.options.log.warn(
+        { err: error, bans: saved.items.length, savedAt: saved.savedAt.toISOString() },
+        "the database is unreachable: enforcing the live bans of the last-known-good snapshot, and those heard of, until a reload reaches it",
+      );
     });
     if (this.options.reloadIntervalMs > 0) {
       this.timer = setInterval(() => {
@@ -70,7 +90,7 @@ export class BanService {
     const heard: Parameters<BanScreen["apply"]>[0][] = [];
     const stopHearing = events.subscribe("ban", (event) => heard.push(event));
     try {
-      screen.load(await repository.live(null, new Date(clock.now())));
+      screen.load(await this.lastKnown.saving(() => repository.live(null, new Date(clock.now())))());
     } finally {
       stopHearing();
     }
@@ -82,6 +102,7 @@ export class BanService {
     this.unsubscribe = null;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    await this.lastKnown.flush();
   }
 
   async ban(principal: Principal, input: BanInput): Promise<Ban> {

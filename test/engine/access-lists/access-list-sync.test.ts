@@ -27,7 +27,8 @@ describe("AccessListSync", () => {
     const index = new AccessListIndex();
     const events = new InProcessEventBus();
     const warnings: string[] = [];
-    const sync = new AccessListSync({ repository: repositoryOf(async () => [stored]), index, events, reloadIntervalMs: 0, log: { warn: (_, message) => warnings.push(message) } });
+    const sync = new AccessListSync({ repository: repositoryOf(async () => [stored]), index, events, reloadIntervalMs: 0,
+      snapshot: null, log: { warn: (_, message) => warnings.push(message) } });
     await sync.start();
     expect(refuses(index, "mallory")).toBe(true);
     await events.publish("accessListChange", { kind: "ADDED", entry: later, at: new Date(), actor: "k1" });
@@ -45,6 +46,7 @@ describe("AccessListSync", () => {
       index,
       events: new InProcessEventBus(),
       reloadIntervalMs: 0,
+      snapshot: null,
       log: { warn: (_, message) => warnings.push(message) },
     });
     await sync.start();

@@ -49,7 +49,8 @@ function setUp() {
   const repository = new MemoryBans();
   const screen = new BanScreen();
   const events = new InProcessEventBus();
-  const service = new BanService({ repository, screen, events, clock, reloadIntervalMs: 0, log: { warn: () => {} } });
+  const service = new BanService({ repository, screen, events, clock, reloadIntervalMs: 0,
+      snapshot: null, log: { warn: () => {} } });
   const mallory = makeCheckRequest({ tenantId: "acme", userId: "mallory" });
   const input = { tenantId: "acme", dimension: "USER", value: "mallory", durationSeconds: 60 };
   return { clock, repository, screen, events, service, mallory, input };
