@@ -5,6 +5,7 @@
  * for a CONCURRENCY rule, whose refusals end with a release.
  */
 
+import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { CheckLeaseDocument, CreateRuleDocument, ReleaseLeaseDocument, type CheckLimitsInput } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, expectBadUserInput, newTenant, sleep } from "../support/api.js";
@@ -70,6 +71,20 @@ await describeOnEachStorage(
       expect(await release(admitted.lease!.id)).toBe(true);
       // Both slots are free again: the refused check took none (the dry run, refused by spent, reports the bucket as it stands).
       expect((await checkLease({ ...request, dryRun: true })).results.find((r) => r.rule.id === rule.id)?.remaining).toBe(2);
+    });
+
+    it("answers false for an id made up around a real lease's holder, naming buckets of rules that are no CONCURRENCY rule of its tenant, and releases nothing", async () => {
+      const { request, rule } = await inFlightRule(1);
+      const { lease } = await checkLease(request);
+      const [tenantId, holder] = JSON.parse(Buffer.from(lease!.id, "base64url").toString("utf8")) as [string, string];
+      const madeUp = Array.from({ length: 150 }, (_, i) => [randomUUID(), `user:u${i}`]);
+      const forged = Buffer.from(JSON.stringify([tenantId, holder, madeUp])).toString("base64url");
+      expect(await release(forged)).toBe(false);
+      expect((await checkLease(request)).allowed).toBe(false);
+      // The real rule named again and again is one bucket: the lease is released once.
+      const repeated = Buffer.from(JSON.stringify([tenantId, holder, [...madeUp, ...Array.from({ length: 30 }, () => [rule.id, "user:u1"])]])).toString("base64url");
+      expect(await release(repeated)).toBe(true);
+      expect(await release(lease!.id)).toBe(false);
     });
 
     it("admits exactly limit of many checks sent at once", async () => {

@@ -3,10 +3,11 @@
 import type { LeasedBucket } from "../../src/domain/lease.js";
 import type { CounterCall, CounterReply, CounterStore } from "../../src/domain/ports.js";
 
-/** A counter store that records, for every decide(), how many calls it was given. */
+/** A counter store that records, for every decide(), how many calls it was given, and for every releaseLease() the buckets. */
 export class CountingCounterStore implements CounterStore {
   readonly description = "counting";
   readonly decideSizes: number[] = [];
+  readonly releasedBuckets: LeasedBucket[][] = [];
   constructor(private readonly inner: CounterStore) {}
 
   decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
@@ -19,6 +20,7 @@ export class CountingCounterStore implements CounterStore {
   }
 
   releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
+    this.releasedBuckets.push([...buckets]);
     return this.inner.releaseLease(lease, buckets);
   }
 

@@ -37,6 +37,7 @@ import { screenRequest, type RequestScreen, type Screening } from "../../domain/
 import { policyItemOf, type CompiledRule } from "./compiled-rule.js";
 import { moreQuotaInMs, rateLimitHeaders, secondsUntil, type ServiceLimit } from "./headers.js";
 import type { CachedRefusal, OverLimitCache } from "./over-limit-cache.js";
+import { ALL_TENANTS } from "../../domain/rule.js";
 import type { RuleBook } from "./rule-book.js";
 import { noTelemetry, type Telemetry } from "../../domain/telemetry.js";
 import type { UsageRecorder } from "../usage/usage-recorder.js";
@@ -234,12 +235,24 @@ export class Limiter {
    * expired, reset) and for an id of a tenant the key may not check, which
    * is answered exactly like one no bucket holds. Only an id that is no
    * lease id at all is an error.
+   *
+   * An id is the caller's text, not a record of what was leased: only the
+   * buckets of CONCURRENCY rules this instance knows, of the lease's tenant
+   * or "*", one per rule (a check takes one key of each), reach the store,
+   * so a made-up id costs the store no more than a real one could.
    */
   async releaseLease(principal: Principal, id: string): Promise<boolean> {
     authorize(principal, "checkLimits", principal.tenantId);
     const claim = decodeLease(id, "id");
     if (!may(principal, "checkLimits", claim.tenantId)) return false;
-    return this.store.releaseLease(memberOf(claim.tenantId, claim.holder), claim.buckets);
+    const leased = new Map<string, LeasedBucket>();
+    for (const bucket of claim.buckets) {
+      const rule = this.rules.get(bucket.ruleId);
+      const leasable = rule !== null && rule.algorithm === "CONCURRENCY" && (rule.tenantId === claim.tenantId || rule.tenantId === ALL_TENANTS);
+      if (leasable && !leased.has(bucket.ruleId)) leased.set(bucket.ruleId, bucket);
+    }
+    if (leased.size === 0) return false;
+    return this.store.releaseLease(memberOf(claim.tenantId, claim.holder), [...leased.values()]);
   }
 
   /** One check's part of a joint decision: its own buckets' readings, allowed only if the whole request is. */
