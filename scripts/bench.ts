@@ -20,10 +20,14 @@
  * ceiling: decide.lua alone, pipelined.
  *
  * `npm run bench -- --overrides` runs only the plain single check beside the
- * one with 100,000 overrides, and prints their ratio.
+ * one with 100,000 overrides, and prints their ratio; `npm run bench --
+ * --client` only the client's rows beside the single check of Floodgate and
+ * of the baseline at 32 connections, and the client's goal (for working on
+ * the client: a short run that answers one question).
  *
  * Settings: REDIS_URL and DATABASE_URL (defaults: this machine's services),
- * BENCH_SECONDS (per run) and BENCH_ROUNDS. It prints the table, the ratios
+ * BENCH_SECONDS (per run), BENCH_ROUNDS, and BENCH_PROFILE_DIR (each process
+ * it starts writes a CPU profile there). It prints the table, the ratios
  * and the goals; it never fails on a figure (performance is judged by people
  * reading the table, not by an exit code).
  */
@@ -74,6 +78,8 @@ const MANY_RULES = smoke ? 500 : 10_000;
 const MANY_OVERRIDES = smoke ? 5_000 : 100_000;
 /** `--overrides`: only the plain single check beside the one whose rule has MANY_OVERRIDES overrides. */
 const overridesOnly = process.argv.includes("--overrides");
+/** `--client`: only the client's rows beside the single checks at 32 connections. */
+const clientOnly = process.argv.includes("--client");
 const FEW_RULES = 10;
 const BATCH = 100;
 const CONNECTIONS = [1, 8, 32];
@@ -122,8 +128,9 @@ async function main(): Promise<void> {
   try {
     const fewRules = ruleSet(FEW_RULES);
     const few = await seededDatabase("bench_few", fewRules, cleanups);
-    const overridden = await seededDatabase("bench_overrides", fewRules, cleanups, overridesOfPerUser(fewRules, MANY_OVERRIDES));
     const floodgateBodies = CALLERS.map((c) => floodgateBody(TENANT, c));
+    if (clientOnly) return await compareClient(few.url, floodgateBodies, cleanups);
+    const overridden = await seededDatabase("bench_overrides", fewRules, cleanups, overridesOfPerUser(fewRules, MANY_OVERRIDES));
     if (overridesOnly) return await compareOverrides(few.url, overridden.url, floodgateBodies, cleanups);
     const many = await seededDatabase("bench_many", ruleSet(MANY_RULES), cleanups);
     const grpcPort = await freePort();
@@ -182,15 +189,10 @@ async function main(): Promise<void> {
         .map((c) => ({ ruleId: c.rule.id, key: c.keyOf(requestOf(CALLERS[0]!))!, params: c.params })),
       requests: CEILING_REQUESTS,
     });
-    for (const scenario of scenarios) await scenario.drive(Math.min(SECONDS, 2));
-    // The client's batching figures are the measured rounds', not the warm-up's.
-    for (const runs of clientRuns.values()) runs.length = 0;
-    const rounds = new Map<Scenario, Measured[]>(scenarios.map((s) => [s, []]));
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const scenario of scenarios) rounds.get(scenario)!.push(await measure(scenario));
-      process.stderr.write(`bench: round ${round} of ${ROUNDS} done\n`);
-    }
-    const results = new Map([...rounds].map(([scenario, runs]) => [scenario, median(runs)]));
+    const results = await measureInRounds(scenarios, () => {
+      // The client's batching figures are the measured rounds', not the warm-up's.
+      for (const runs of clientRuns.values()) runs.length = 0;
+    });
 
     console.log(table(results));
     console.log(clientNote(clientRuns));
@@ -217,15 +219,58 @@ async function compareOverrides(plainUrl: string, overriddenUrl: string, bodies:
   for (const server of [plain, overridden]) await expectDecision(server, bodies[0]!, true);
   const scenarios = [http("single check", plain, 32, bodies), http("single check", overridden, 32, bodies)];
   console.log(header());
-  for (const scenario of scenarios) await scenario.drive(Math.min(SECONDS, 2));
-  const rounds = new Map<Scenario, Measured[]>(scenarios.map((s) => [s, []]));
-  for (let round = 1; round <= ROUNDS; round++) {
-    for (const scenario of scenarios) rounds.get(scenario)!.push(await measure(scenario));
-  }
-  const results = new Map([...rounds].map(([scenario, runs]) => [scenario, median(runs)]));
+  const results = await measureInRounds(scenarios);
   console.log(table(results));
   const [a, b] = [...results.values()] as [Measured, Measured];
   console.log(`\n${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule: ${fmt(b.decisionsPerSecond / a.decisionsPerSecond, 2)}x the plain check's decisions/s, ${fmt(b.cpuUsPerDecision / a.cpuUsPerDecision, 2)}x its CPU per decision`);
+}
+
+/**
+ * `npm run bench -- --client`: the client's two rows for normal checks beside
+ * the single check of Floodgate and of the baseline at 32 connections,
+ * interleaved round after round, and the client's goal.
+ */
+async function compareClient(databaseUrl: string, bodies: string[], cleanups: (() => Promise<unknown>)[]): Promise<void> {
+  const [floodgate, baseline] = await Promise.all([startFloodgate("floodgate", databaseUrl, {}), startBaseline()]);
+  cleanups.push(() => Promise.all([floodgate.stop(), baseline.stop()]));
+  await expectDecision(floodgate, bodies[0]!, true);
+  await expectDecision(baseline, baselineBody(CALLERS[0]!), true);
+  const client = await startClientDriver({ url: floodgate.url, token: TOKEN });
+  cleanups.push(() => client.stop());
+  const clientRuns = new Map<ClientWorkload, ClientRunResult[]>([
+    ["normal", []],
+    ["normal, one request a batch", []],
+  ]);
+  const base32 = http("single check", baseline, 32, CALLERS.map(baselineBody));
+  const viaClient = clientScenario(`client, ${CLIENT_CALLERS} concurrent callers`, floodgate, client, "normal", clientRuns.get("normal")!);
+  const scenarios = [
+    http("single check", floodgate, 32, bodies),
+    base32,
+    viaClient,
+    clientScenario(`client, ${CLIENT_CALLERS} callers, batch.parallel 1`, floodgate, client, "normal, one request a batch", clientRuns.get("normal, one request a batch")!),
+  ];
+  console.log(header());
+  const results = await measureInRounds(scenarios, () => {
+    for (const runs of clientRuns.values()) runs.length = 0;
+  });
+  console.log(table(results));
+  for (const [workload, runs] of clientRuns) console.log(`client, ${workload}: ${batchingOf(runs)}`);
+  const [c, b] = [results.get(viaClient)!, results.get(base32)!];
+  console.log(
+    `\nclient, ${CLIENT_CALLERS} concurrent callers: ${ratio(c.decisionsPerSecond, b.decisionsPerSecond)} the baseline's decisions/s, p99 ${fmt(c.p99, 2)} vs ${fmt(b.p99, 2)} ms (goal >= 1.50x, p99 no worse: ${c.decisionsPerSecond >= 1.5 * b.decisionsPerSecond && c.p99 <= b.p99 ? "met" : "NOT met"})`,
+  );
+}
+
+/** One short warm-up run of every scenario, then ROUNDS rounds of all of them in turn: each scenario's median. */
+async function measureInRounds(scenarios: readonly Scenario[], afterWarmUp: () => void = () => {}): Promise<Map<Scenario, Measured>> {
+  for (const scenario of scenarios) await scenario.drive(Math.min(SECONDS, 2));
+  afterWarmUp();
+  const rounds = new Map<Scenario, Measured[]>(scenarios.map((s) => [s, []]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const scenario of scenarios) rounds.get(scenario)!.push(await measure(scenario));
+    process.stderr.write(`bench: round ${round} of ${ROUNDS} done\n`);
+  }
+  return new Map([...rounds].map(([scenario, runs]) => [scenario, median(runs)]));
 }
 
 /** autocannon sending `bodies` round-robin, each request carrying `decisionsPerRequest` checks. */
@@ -388,12 +433,7 @@ function table(results: Map<Scenario, Measured>): string {
 
 /** How the client decided in the measured rounds: its batches' size, and how much of the attack its refusal cache answered. */
 function clientNote(runs: Map<ClientWorkload, ClientRunResult[]>): string {
-  const batching = (workload: ClientWorkload) => {
-    const measured = runs.get(workload)!;
-    const batches = measured.reduce((sum, r) => sum + r.batches, 0);
-    const batched = measured.reduce((sum, r) => sum + r.batches * r.meanBatchSize, 0);
-    return `${fmt(batches, 0)} requests to Floodgate, ${fmt(batches === 0 ? NaN : batched / batches, 1)} checks each on average`;
-  };
+  const batching = (workload: ClientWorkload) => batchingOf(runs.get(workload)!);
   const attack = runs.get("attack")!;
   const checks = attack.reduce((sum, r) => sum + r.load.requests + r.load.failures, 0);
   const cached = attack.reduce((sum, r) => sum + r.refusalCacheAnswers, 0);
@@ -402,6 +442,14 @@ function clientNote(runs: Map<ClientWorkload, ClientRunResult[]>): string {
     `client, ${CLIENT_CALLERS} callers, batch.parallel 1: ${batching("normal, one request a batch")}`,
     `client, attack on one key: ${fmt(checks === 0 ? NaN : (100 * cached) / checks, 2)}% of ${fmt(checks, 0)} checks answered by its refusal cache`,
   ].join("\n");
+}
+
+/** The requests the client sent in these runs and their mean number of checks. */
+function batchingOf(measured: readonly ClientRunResult[]): string {
+  const batches = measured.reduce((sum, r) => sum + r.batches, 0);
+  const batched = measured.reduce((sum, r) => sum + r.batches * r.meanBatchSize, 0);
+  const cpu = measured.map((r) => r.cpuUsPerCheck).sort((a, b) => a - b)[Math.floor((measured.length - 1) / 2)] ?? NaN;
+  return `${fmt(batches, 0)} requests to Floodgate, ${fmt(batches === 0 ? NaN : batched / batches, 1)} checks each on average; the client process's CPU ${fmt(cpu, 1)} µs per check (median run)`;
 }
 
 function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: number): string {

@@ -35,7 +35,9 @@ function send(message: DriverMessage): void {
 async function run({ workload, callers, seconds }: ClientRun): Promise<ClientRunResult> {
   const { client, requestOf } = WORKLOADS[workload];
   const before = client.stats();
+  const cpuBefore = process.cpuUsage();
   const load = await driveClient({ client, callers, seconds, requestOf });
+  const cpu = process.cpuUsage(cpuBefore);
   const after = client.stats();
   const batches = after.batches - before.batches;
   const batchedChecks = after.meanBatchSize * after.batches - before.meanBatchSize * before.batches;
@@ -44,6 +46,7 @@ async function run({ workload, callers, seconds }: ClientRun): Promise<ClientRun
     batches,
     meanBatchSize: batches === 0 ? 0 : batchedChecks / batches,
     refusalCacheAnswers: after.decisions.refusalCache - before.decisions.refusalCache,
+    cpuUsPerCheck: (cpu.user + cpu.system) / (load.requests + load.failures),
   };
 }
 

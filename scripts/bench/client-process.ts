@@ -8,6 +8,7 @@
 
 import { spawn } from "node:child_process";
 import type { LoadResult } from "./load.js";
+import { profilingArgs } from "./processes.js";
 
 /**
  * normal: the single-check scenario's callers; "normal, one request a batch": the same through a
@@ -27,6 +28,8 @@ export interface ClientRunResult {
   batches: number;
   meanBatchSize: number;
   refusalCacheAnswers: number;
+  /** The client process's own CPU (user + system) over the run, per check: its share of the machine, which the server's column leaves out. */
+  cpuUsPerCheck: number;
 }
 
 /** What the driver sends: "ready" once its refusal cache is live, then one result per run, or why it could not. */
@@ -38,7 +41,7 @@ export interface ClientProcess {
 }
 
 export async function startClientDriver(options: { url: string; token: string }): Promise<ClientProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench/client-driver.ts"], {
+  const child = spawn(process.execPath, [...profilingArgs(), "--import", "tsx", "scripts/bench/client-driver.ts"], {
     env: { ...process.env, FLOODGATE_URL: options.url, FLOODGATE_TOKEN: options.token },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });

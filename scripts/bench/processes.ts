@@ -27,7 +27,7 @@ export async function startServer(options: {
   /** Polled until it answers 200. */
   readyUrl: string;
 }): Promise<ServerProcess> {
-  const child = spawn(process.execPath, options.args, {
+  const child = spawn(process.execPath, [...profilingArgs(), ...options.args], {
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -72,6 +72,16 @@ async function waitUntilReady(url: string, exited: Promise<number | null>): Prom
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${url} did not answer 200 within ${READY_TIMEOUT_MS / 1000} s`);
+}
+
+/**
+ * BENCH_PROFILE_DIR: every process the bench starts (servers and the client)
+ * writes a V8 CPU profile there when it exits (node --cpu-prof), to read
+ * where a row's time goes; NODE_OPTIONS may not carry --cpu-prof.
+ */
+export function profilingArgs(): string[] {
+  const dir = process.env.BENCH_PROFILE_DIR;
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
 }
 
 /** utime and stime are fields 14 and 15 of /proc/<pid>/stat, counted after the ")" that ends the command name. */
