@@ -4,15 +4,20 @@
  * Network batching. Concurrent checks are gathered into one checkLimitsBatch
  * request per tenant: a batch closes when it holds batch.maxSize checks, or
  * when the event loop turns (batch.maxWaitMs 0, the default), or maxWaitMs
- * after its first check. A batch that closes holding at least twice
- * MIN_PART checks goes out as up to batch.parallel requests (2 by default) in
- * flight together. One request at a time keeps the work in lock step:
+ * after its first check. At most batch.parallel requests (2 by default) are
+ * meant to be in flight: a batch that closes holding at least twice MIN_PART
+ * checks goes out split into as many requests as are free to go (parallel
+ * less those in flight), and whole when none is, never waiting for one.
+ * One request at a time keeps the work in lock step:
  * callers that each await a check get their answers in the same turn, so
  * their next checks form the next batch, which waits for this process to
  * write it, for Floodgate to decide it and for Redis, one after the other,
  * each idle while another works. Two requests overlap these steps (the first
  * part's callers send their next checks while the second part is still being
- * decided), so a machine's cores work at once. A batch is split by caller
+ * decided), so a machine's cores work at once; once they run, each
+ * answered request's callers form the next request whole, so requests stay
+ * as large as the callers allow (splitting every batch again had them shrink
+ * to 8 checks, each paying a request's cost). A batch is split by caller
  * (user, IP, API key, cookie and user agent together): one caller's checks
  * stay in one request, in the order they were made, while Floodgate may
  * apply two parts in either order, as it would the checks of callers that
@@ -87,7 +92,7 @@ export interface FloodgateClientOptions {
     maxSize?: number;
     /** 0 (default): a batch closes when the event loop turns; more: up to this long after its first check. */
     maxWaitMs?: number;
-    /** Up to how many requests a closing batch of at least 16 checks is sent as, in flight together, split by caller; default 2, 1 for one request a batch. */
+    /** Requests meant to be in flight together: a closing batch of at least 16 checks is split by caller into those free to go (whole when none is); default 2, 1 for one request a batch. */
     parallel?: number;
   };
   /** The refusal cache: false turns it off; default 10,000 entries. */
@@ -315,12 +320,13 @@ export class FloodgateClient {
     if (batch.checks.length >= this.maxSize) void this.flush(batch);
   }
 
-  /** Closes a batch and sends it, split by caller into up to `parallel` parts of MIN_PART checks or more (see the header). */
+  /** Closes a batch and sends it, split by caller into as many parts of MIN_PART checks or more as requests are free to go (see the header). */
   private flush(batch: Batch): Promise<void> {
     if (this.open.get(batch.tenantId) === batch) this.open.delete(batch.tenantId);
     if (batch.timer !== null) clearTimeout(batch.timer);
     batch.timer = null;
-    const sent = splitByCaller(batch.checks, Math.min(this.parallel, Math.floor(batch.checks.length / MIN_PART))).map((part) => {
+    const freeSlots = Math.max(1, this.parallel - this.inFlight.size);
+    const sent = splitByCaller(batch.checks, Math.min(freeSlots, Math.floor(batch.checks.length / MIN_PART))).map((part) => {
       const sending = this.send(part, batch.deadlineAtMs);
       this.inFlight.add(sending);
       return sending.finally(() => this.inFlight.delete(sending));

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { FloodgateClient, FloodgateError, type FloodgateDecision } from "floodgate/client";
+import { FloodgateClient, FloodgateError, type FetchFunction, type FloodgateDecision } from "floodgate/client";
 import { BanDocument, CheckLimitsAsTheClientHasItDocument, UnbanDocument, UpdateRuleDocument } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
 import { apiKey, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
@@ -85,6 +85,34 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
         expect(decisions.map((d) => d.remaining)).toEqual([...users.map(() => 1), ...users.map(() => 0), ...users.map(() => 0)]);
         expect(decisions.map((d) => d.allowed)).toEqual([...users.map(() => true), ...users.map(() => true), ...users.map(() => false)]);
       }
+    });
+
+    it("splits a closing batch only into the requests free to go: one that closes while batch.parallel are in flight goes whole", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 10);
+      // Requests held until released, so that which are in flight is known.
+      const held: { size: number; release(): void }[] = [];
+      const heldFetch: FetchFunction = async (input, init) => {
+        await new Promise<void>((release) => held.push({ size: (JSON.parse(init.body) as { variables: { requests: unknown[] } }).variables.requests.length, release }));
+        return fetch(input, init);
+      };
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false, fetch: heldFetch }));
+      const callers = (from: number) => Array.from({ length: 32 }, (_, i) => ({ tenantId, userId: `u${from + i}` }));
+      const first = client.checkMany(callers(0));
+      await until(() => held.length === 2, "the first batch's two requests");
+      const second = client.checkMany(callers(100));
+      await until(() => held.length === 3, "the second batch's request");
+      // The first batch split in two by caller, the second (no request free to go) sent whole.
+      expect(held[0]!.size + held[1]!.size).toBe(32);
+      expect(held[2]!.size).toBe(32);
+      for (const request of held) request.release();
+      await Promise.all([first, second]);
+      // Nothing in flight again: the next batch is split as before.
+      const third = client.checkMany(callers(200));
+      await until(() => held.length === 5, "the third batch's two requests");
+      for (const request of held.slice(3)) request.release();
+      expect((await third).every((d) => d.allowed)).toBe(true);
+      expect(client.stats()).toMatchObject({ batches: 5, decisions: { network: 96 } });
     });
 
     it("keeps a batch of fewer than 16 checks, or of one caller's, to one request", async () => {
