@@ -348,13 +348,16 @@ export class FloodgateClient {
     const decisions = answer.body.data?.checkLimitsBatch;
     if (decisions?.length === checks.length) {
       this.degraded = false;
-      if (inFull) this.rules.learn(tenantId, decisions as FloodgateChecksInFullQuery["checkLimitsBatch"]);
-      const completed = decisions.map((wire) => this.rules.complete(wire));
+      // In full: the decisions as handed back, their rules learnt; else named by alias, their rules by id and version (rule-book.ts).
+      const inFullDecisions = inFull ? (decisions as FloodgateChecksInFullQuery["checkLimitsBatch"]) : null;
+      const wires = inFull ? null : (decisions as FloodgateChecksQuery["checkLimitsBatch"]);
+      if (inFullDecisions !== null) this.rules.learn(tenantId, inFullDecisions);
+      const completed: (FloodgateDecision | null)[] = inFullDecisions ?? wires!.map((wire) => this.rules.complete(wire));
       const unknown = checks.filter((_, i) => completed[i] === null);
       const outage = unknown.length === 0 ? null : await this.learnRules(unknown, deadlineAtMs);
       const unresolved: PendingCheck[] = [];
       for (const [i, check] of checks.entries()) {
-        const decision = completed[i] ?? this.rules.complete(decisions[i]!);
+        const decision = completed[i] ?? (wires === null ? null : this.rules.complete(wires[i]!));
         if (decision === null) {
           unresolved.push(check);
           continue;

@@ -1,7 +1,8 @@
 /**
  * The rules the client has seen, by id and version, so that a batch's answer
- * can name each rule by both (WireDecision) and the decision handed back
- * still carries it in full. A rule's version increases on every change of it,
+ * can name each rule by both (WireDecision, whose fields go under one-letter
+ * aliases) and the decision handed back still carries it in full, every
+ * field under its name. A rule's version increases on every change of it,
  * so an id and a version name one rule's fields for good: an entry never goes
  * stale, it only stops being named. Memory is bounded: least recently used
  * versions go first.
@@ -46,28 +47,46 @@ export class RuleBook {
     }
   }
 
-  /** The decision with its rules in full; null when the book lacks one of them. */
+  /** The decision with its fields named and its rules in full; null when the book lacks one of them. */
   complete(wire: WireDecisionFragment): FloodgateDecision | null {
-    const rule = wire.rule === null ? null : this.find(wire.rule);
+    const rule = wire.u === null ? null : this.find(wire.u);
     if (rule === undefined) return null;
     const results: FloodgateDecision["results"] = [];
-    for (const result of wire.results) {
-      const resultRule = this.find(result.rule);
+    for (const r of wire.z) {
+      const resultRule = this.find(r.u);
       if (resultRule === undefined) return null;
-      results.push({ ...result, rule: resultRule });
+      results.push({ rule: resultRule, key: r.k, allowed: r.a, limit: r.l, remaining: r.r, resetAt: r.t, retryAfter: r.y, delayMs: r.w, consulted: r.q, nearLimit: r.n });
     }
-    return { ...wire, rule, results };
+    const { o: reason, e: lease } = wire;
+    return {
+      allowed: wire.a,
+      degraded: wire.g,
+      decidedAt: wire.d,
+      source: wire.s,
+      action: wire.c,
+      limit: wire.l,
+      remaining: wire.r,
+      resetAt: wire.t,
+      retryAfter: wire.y,
+      delayMs: wire.w,
+      nearLimit: wire.n,
+      headers: wire.h.map((h) => ({ name: h.n, value: h.v })),
+      reason: reason === null ? null : { code: reason.c, message: reason.m, until: reason.u },
+      lease: lease === null ? null : { id: lease.i, expiresAt: lease.x },
+      rule,
+      results,
+    };
   }
 
   private keep(rule: ClientRuleFragment): void {
-    this.rules.set(keyOf(rule), rule);
+    this.rules.set(keyOf(rule.id, rule.version), rule);
   }
 
   private find(named: RuleVersionFragment): ClientRuleFragment | undefined {
-    return this.rules.get(keyOf(named));
+    return this.rules.get(keyOf(named.i, named.v));
   }
 }
 
-function keyOf({ id, version }: RuleVersionFragment): string {
+function keyOf(id: string, version: number): string {
   return `${version}:${id}`;
 }
