@@ -77,6 +77,19 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     expect(reply).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0]);
   });
 
+  it("replies only its own call's values after a call of more rules, the records and the reply being kept from call to call", async () => {
+    const window = Math.floor(T0 / 60_000);
+    const pages = (rule: string) => [`${prefix}{${rule}:0}:a`, `${prefix}{${rule}:0}:b`];
+    // Three rules, the first refusing (cost 2 over a limit of 1), a reservation with its receipts, then one rule alone.
+    const three = await scripted.floodgateDecide(6, ...pages("r1"), ...pages("r2"), ...pages("r3"), T0, 2, MODE.RESERVE, 3, "3:1:60000:1:1", "user:u1", "2:5:60000:5:2", "user:u1", "1:5:60000:5:1", "user:u1");
+    expect(three).toHaveLength(2 + 3 * 8);
+    expect(three.slice(0, 3)).toEqual([T0, 0, 0]);
+    const one = await scripted.floodgateDecide(2, ...pages("r4"), T0, 1, MODE.DECIDE, 1, "3:2:60000:2:1", "user:u1");
+    expect(one).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0]);
+    const reserved = await scripted.floodgateDecide(2, ...pages("r5"), T0, 1, MODE.RESERVE, 1, "3:2:60000:2:1", "user:u1");
+    expect(reserved).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, `${window}:1:0:60000//2`]);
+  });
+
   it("stores a bucket as one field of its epoch's page, its state as doubles, the page expiring when it is current again", async () => {
     await check([fixedWindow]);
     const page = pageAt(T0);
