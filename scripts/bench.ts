@@ -47,7 +47,7 @@ import { startClientDriver, type ClientProcess, type ClientRunResult, type Clien
 import { driveGrpc } from "./bench/grpc-load.js";
 import { driveHotBucket, type HotBucketRun } from "./bench/hot-bucket.js";
 import { drive, type LoadResult } from "./bench/load.js";
-import { startServer, type ServerProcess } from "./bench/processes.js";
+import { localRedisCpu, startServer, type ServerProcess } from "./bench/processes.js";
 import {
   ATTACK_TENANT,
   ATTACKER,
@@ -96,7 +96,8 @@ interface Scenario {
   /** autocannon's connections, or the client's concurrent callers. */
   connections: number;
   decisionsPerRequest: number;
-  drive(seconds: number): Promise<LoadResult>;
+  /** The run's figures; generatorCpuMs: the CPU its load generator used when that is not this process (the client's). */
+  drive(seconds: number): Promise<LoadResult & { generatorCpuMs?: number }>;
 }
 
 interface Servers {
@@ -114,13 +115,21 @@ interface Measured {
   p99: number;
   p999: number;
   cpuUsPerDecision: number;
+  /** Redis's CPU per decision over the run (NaN for a Redis on another machine). */
+  redisUsPerDecision: number;
+  /** The load generator's (autocannon or the gRPC channel in this process, or the client's process). */
+  generatorUsPerDecision: number;
   failures: number;
 }
+
+/** Set once the bench knows its Redis: that Redis's CPU time so far, when it runs on this machine. */
+let redisCpuMs: (() => number) | null = null;
 
 async function main(): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];
   const redis = new Redis(REDIS_URL, { lazyConnect: true });
   await redis.connect();
+  redisCpuMs = localRedisCpu(await redis.info("server"));
   cleanups.push(async () => {
     for (const prefix of [KEY_PREFIX, BASELINE_PREFIX]) await deleteByPrefix(redis, prefix);
     redis.disconnect();
@@ -305,22 +314,30 @@ function clientScenario(name: string, server: ServerProcess, client: ClientProce
     drive: async (seconds) => {
       const run = await client.run({ workload, callers: CLIENT_CALLERS, seconds });
       runs.push(run);
-      return run.load;
+      return { ...run.load, generatorCpuMs: (run.cpuUsPerCheck * (run.load.requests + run.load.failures)) / 1000 };
     },
   };
 }
 
 async function measure(scenario: Scenario): Promise<Measured> {
   const cpuBefore = scenario.server.cpuMs();
+  const redisBefore = redisCpuMs?.() ?? NaN;
+  const ownBefore = process.cpuUsage();
   const load = await scenario.drive(SECONDS);
+  const own = process.cpuUsage(ownBefore);
   const cpuMs = scenario.server.cpuMs() - cpuBefore;
+  const redisMs = (redisCpuMs?.() ?? NaN) - redisBefore;
+  const generatorMs = load.generatorCpuMs ?? (own.user + own.system) / 1000;
   const decisions = load.requests * scenario.decisionsPerRequest;
+  const perDecision = (ms: number) => (decisions === 0 ? NaN : (ms * 1000) / decisions);
   return {
     decisionsPerSecond: load.requestsPerSecond * scenario.decisionsPerRequest,
     p50: load.p50,
     p99: load.p99,
     p999: load.p999,
-    cpuUsPerDecision: decisions === 0 ? NaN : (cpuMs * 1000) / decisions,
+    cpuUsPerDecision: perDecision(cpuMs),
+    redisUsPerDecision: perDecision(redisMs),
+    generatorUsPerDecision: perDecision(generatorMs),
     failures: load.failures,
   };
 }
@@ -336,6 +353,8 @@ function median(runs: readonly Measured[]): Measured {
     p99: of((m) => m.p99),
     p999: of((m) => m.p999),
     cpuUsPerDecision: of((m) => m.cpuUsPerDecision),
+    redisUsPerDecision: of((m) => m.redisUsPerDecision),
+    generatorUsPerDecision: of((m) => m.generatorUsPerDecision),
     failures: runs.reduce((sum, m) => sum + m.failures, 0),
   };
 }
@@ -410,10 +429,11 @@ function header(): string {
     `bench: ${smoke ? "SMOKE (figures meaningless)" : "full"} run, ${ROUNDS} round(s) of ${SECONDS} s per scenario, median shown`,
     `machine: ${cpus().length} cores (${cpu}), load average ${loadavg().map((l) => l.toFixed(2)).join(" ")} at start, node ${process.version}`,
     `load generators: autocannon on loopback, in this process; for the client rows, one FloodgateClient process; the servers, Redis and they share the machine`,
+    `CPU per decision (user + system): "CPU µs/decision" the server's, "Redis µs" redis-server's (all it did meanwhile, for anyone), "load gen µs" the load generator's (this process, or the client's)`,
   ].join("\n");
 }
 
-const COLUMNS = ["scenario", "server", "conns", "decisions/s", "p50 ms", "p99 ms", "p99.9 ms", "CPU µs/decision"];
+const COLUMNS = ["scenario", "server", "conns", "decisions/s", "p50 ms", "p99 ms", "p99.9 ms", "CPU µs/decision", "Redis µs", "load gen µs"];
 
 function table(results: Map<Scenario, Measured>): string {
   const rows = [...results].map(([s, m]) => [
@@ -425,6 +445,8 @@ function table(results: Map<Scenario, Measured>): string {
     fmt(m.p99, 2),
     fmt(m.p999, 2),
     fmt(m.cpuUsPerDecision, 1) + (m.failures > 0 ? ` (${m.failures} failed)` : ""),
+    fmt(m.redisUsPerDecision, 1),
+    fmt(m.generatorUsPerDecision, 1),
   ]);
   const widths = COLUMNS.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(" | ")} |`;
@@ -448,8 +470,7 @@ function clientNote(runs: Map<ClientWorkload, ClientRunResult[]>): string {
 function batchingOf(measured: readonly ClientRunResult[]): string {
   const batches = measured.reduce((sum, r) => sum + r.batches, 0);
   const batched = measured.reduce((sum, r) => sum + r.batches * r.meanBatchSize, 0);
-  const cpu = measured.map((r) => r.cpuUsPerCheck).sort((a, b) => a - b)[Math.floor((measured.length - 1) / 2)] ?? NaN;
-  return `${fmt(batches, 0)} requests to Floodgate, ${fmt(batches === 0 ? NaN : batched / batches, 1)} checks each on average; the client process's CPU ${fmt(cpu, 1)} µs per check (median run)`;
+  return `${fmt(batches, 0)} requests to Floodgate, ${fmt(batches === 0 ? NaN : batched / batches, 1)} checks each on average`;
 }
 
 function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: number): string {

@@ -84,9 +84,29 @@ export function profilingArgs(): string[] {
   return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
 }
 
-/** utime and stime are fields 14 and 15 of /proc/<pid>/stat, counted after the ")" that ends the command name. */
 function cpuMsOf(child: ChildProcess): number {
-  const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
+  return processCpuMs(child.pid!);
+}
+
+/** User plus system CPU time of any process of this machine so far, in milliseconds: utime and stime are fields 14 and 15 of /proc/<pid>/stat, counted after the ")" that ends the command name. */
+export function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+}
+
+/**
+ * The CPU time the Redis behind `info` (its INFO SERVER text) has used so
+ * far, when it runs on this machine (its process_id is a redis-server here);
+ * null for a Redis elsewhere, whose CPU this machine cannot see.
+ */
+export function localRedisCpu(info: string): (() => number) | null {
+  const pid = Number(/^process_id:(\d+)/m.exec(info)?.[1]);
+  if (!Number.isInteger(pid)) return null;
+  try {
+    if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("redis-server")) return null;
+  } catch {
+    return null;
+  }
+  return () => processCpuMs(pid);
 }

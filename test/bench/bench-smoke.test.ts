@@ -16,7 +16,7 @@ describe.runIf(available)("npm run bench -- --smoke", () => {
   it("runs every scenario and prints the table, the ceiling and the goals", { timeout: 240_000 }, async () => {
     const { stdout } = await run("npm", ["run", "bench", "--silent", "--", "--smoke"], { maxBuffer: 1 << 20 });
     // Columns widen with their widest figure (a 1,000 ms latency on a loaded machine): any padding.
-    expect(stdout).toMatch(/\| scenario +\| server +\| conns +\| decisions\/s +\| p50 ms +\| p99 ms +\| p99\.9 ms +\| CPU µs\/decision +\|/);
+    expect(stdout).toMatch(/\| scenario +\| server +\| conns +\| decisions\/s +\| p50 ms +\| p99 ms +\| p99\.9 ms +\| CPU µs\/decision +\| Redis µs +\| load gen µs +\|/);
     for (const scenario of [
       "single check",
       "checkLimitsBatch of 100",
