@@ -4,7 +4,7 @@
  * divided by the decisions it made.
  */
 
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { spawn, execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 export interface ServerProcess {
@@ -47,7 +47,7 @@ export async function startServer(options: {
   return {
     name: options.name,
     url: options.url,
-    cpuMs: () => cpuMsOf(child),
+    cpuMs: () => processCpuMs(child.pid!),
     stop: async () => {
       if (child.exitCode !== null) return;
       child.kill("SIGTERM");
@@ -82,10 +82,6 @@ async function waitUntilReady(url: string, exited: Promise<number | null>): Prom
 export function profilingArgs(): string[] {
   const dir = process.env.BENCH_PROFILE_DIR;
   return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
-}
-
-function cpuMsOf(child: ChildProcess): number {
-  return processCpuMs(child.pid!);
 }
 
 /** User plus system CPU time of any process of this machine so far, in milliseconds: utime and stime are fields 14 and 15 of /proc/<pid>/stat, counted after the ")" that ends the command name. */
