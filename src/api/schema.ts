@@ -1,9 +1,9 @@
 import "reflect-metadata";
-import { DateTimeResolver } from "graphql-scalars";
 import type { GraphQLSchema } from "graphql";
 import { buildSchema } from "type-graphql";
 import type { EventBus } from "../domain/ports.js";
 import { noTelemetry, type Telemetry } from "../domain/telemetry.js";
+import { DateTimeScalar } from "./date-time.js";
 import { eventBusPubSub } from "./event-pubsub.js";
 import { AccessListResolver } from "./resolvers/access-list.resolver.js";
 import { ApiKeyResolver } from "./resolvers/api-key.resolver.js";
@@ -19,7 +19,7 @@ import { UsageResolver } from "./resolvers/usage.resolver.js";
 export function buildApiSchema(events: EventBus, telemetry: Telemetry = noTelemetry): Promise<GraphQLSchema> {
   return buildSchema({
     resolvers: [RuleResolver, OverrideResolver, RulesFileResolver, LimitResolver, ApiKeyResolver, EventResolver, UsageResolver, AccessListResolver, BanResolver],
-    scalarsMap: [{ type: Date, scalar: DateTimeResolver }],
+    scalarsMap: [{ type: Date, scalar: DateTimeScalar }],
     pubSub: eventBusPubSub(events, telemetry),
     // Inputs are validated by the domain, with messages that name the field.
     validate: false,
