@@ -41,16 +41,17 @@ keys   per rule, in the order of the rules in args:
                                       scored by their expiry in ms (see "Leases")
          any other algorithm  2 keys: the page pair holding the bucket, two hashes
                                       a and b (see "Pages" below)
-args   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
-       [2] cost, units the request takes from every rule
-       [3] mode, a sum of MODE_ flags:
-             MODE_DECIDE                   decide, and count the request if allowed
-             MODE_DRY_RUN                  decide, count nothing
-             MODE_RESERVE                  reserve (see above)
-             MODE_RESERVE + MODE_DRY_RUN   reserve, take nothing
-             MODE_RELEASE                  give back what the receipts took
-       [4] N, the number of rules
-       then 2 values per rule:
+args   [1] the head, "<cost>:<mode>", or "<cost>:<mode>:<now>" to pin the clock
+           (tests do; without it the script reads Redis TIME):
+             cost  units the request takes from every rule
+             mode  a sum of MODE_ flags:
+               MODE_DECIDE                   decide, and count the request if allowed
+               MODE_DRY_RUN                  decide, count nothing
+               MODE_RESERVE                  reserve (see above)
+               MODE_RESERVE + MODE_DRY_RUN   reserve, take nothing
+               MODE_RELEASE                  give back what the receipts took
+             now   in ms
+       then 2 values per rule (N rules: the number of args left, halved):
          spec        "<algorithm>:<limit>:<window_ms>:<capacity>:<action>", the
                      algorithm an ALGO_ code, the capacity the burst (or the limit
                      where there is none), the action an ACTION_ code; a GLOBAL
@@ -62,10 +63,14 @@ args   [1] now in ms, or "" to read Redis TIME (tests pin the clock with it)
          field       the bucket's field in its page ("" for SLIDING_WINDOW_LOG);
                      for CONCURRENCY the check's lease, the slot it takes
        release only: then N receipts, one per rule, as reserve returned them
-Reply  decide (neither MODE_RESERVE nor MODE_RELEASE):
-         { now_ms, allowed (1 or 0),
-           then 5 integers per rule: conforming (1 or 0), remaining, reset_at_ms,
-           retry_after_ms (-1 when conforming), delay_ms }
+       (N rules: the number of args after the head, divided by three)
+Reply  decide (neither MODE_RESERVE nor MODE_RELEASE): one string of
+       little-endian doubles (struct.pack '<d...'), cheaper for Redis to send
+       than an array of integers, each of which it converts on its own:
+         now_ms, allowed (1 or 0),
+         then 3 per rule: remaining, reset_at_ms, and the rule's outcome,
+         -1 - delay_ms when it conforms (so -1 without a delay), else
+         retry_after_ms (> 0)
        reserve (MODE_RESERVE): each rule's verdict, for the store to combine
        with the other slots', then what was taken:
          { now_ms, allowed in this slot (1 or 0),
@@ -155,7 +160,8 @@ src/domain/algorithms/types.ts. Packing and unpacking is one C call; parsing
 decimal text cost more than the rest of a rule's arithmetic. A big-endian
 double of an integer >= 0 never begins with an ASCII digit, so a state written
 as decimal text (":"-separated, by versions before this layout) is still read,
-and counters carry over an upgrade.
+and counters carry over an upgrade. (Little-endian doubles pack and unpack
+a tenth faster, about what a mark telling them from these would cost.)
 
 Twins. A function computing what src/domain/algorithms computes bears the
 snake_case name of its TypeScript twin; a helper private to a TypeScript
@@ -172,10 +178,10 @@ module is prefixed with the module's name.
   evaluate_sliding_window_counter            evaluateSlidingWindowCounter   sliding-window-counter.ts
   sliding_window_counter_roll_forward        rollForward                    sliding-window-counter.ts
   sliding_window_counter_counted_elsewhere   countedElsewhere               sliding-window-counter.ts
-  sliding_window_counter_weight              weight                         sliding-window-counter.ts
   sliding_window_counter_earliest_in_window  earliestInWindow               sliding-window-counter.ts
   sliding_window_counter_age                 age                            sliding-window-counter.ts
   sliding_window_counter_usage               usage (a closure), resetAt     sliding-window-counter.ts
+                                             (as it stands and if admitted)
   evaluate_meter                             evaluateMeter (both buckets)   meter.ts
   meter_settle                               settle                         meter.ts
   meter_usage                                usage (a closure)              meter.ts
@@ -185,18 +191,31 @@ module is prefixed with the module's name.
   sliding_window_log_live                    live                           sliding-window-log.ts
   sliding_window_log_usage                   usage (a closure)              sliding-window-log.ts
   the main chunk's `allowed`                 combine                        index.ts
-Inlined here: beyondCapacity (refused with the rule's window),
-earliestRelease (the loop in evaluate_sliding_window_counter). With no twin, as they handle Redis's
-storage: int, decode_state, state_text, horizon_ms, read_bucket,
-write_bucket, append_log, hold_lease and the release's functions.
+  sliding_window_counter_wait                earliestRelease                sliding-window-counter.ts
+Inlined here: beyondCapacity (refused with the rule's window), and in
+evaluate_sliding_window_counter weight, the usage of a state of this window
+or the last (age) and divCeil (see "Speed"). With no twin, as they handle
+Redis's storage: int, decode_state, state_text, horizon_ms, read_bucket,
+settle_page, append_log, hold_lease and the release's functions.
 
-Speed. The hot path allocates little: each rule's record (its verdict
-written into it) and the reply are tables kept from call to call and filled
-again (rule_record), and there are no closures. A
-rule's spec is parsed once and kept (rule_spec): parsing five numbers cost
-more than a rule's arithmetic. Redis runs a library's top level without the
-standard library, so the locals below that name its functions are bound by
-the first call (bind).
+Speed. Redis runs this Lua in an interpreter where each operation costs
+about fifty machine instructions, a table access about a hundred, a call of
+a Lua function three to six hundred and a call of a C function (math.floor,
+string.byte) three hundred and more (callgrind on Redis 7.0, docs in
+BENCHMARKS.md "decide.lua"); a check's Redis time is mostly its redis.calls,
+its KEYS and ARGV, its states' struct.pack and unpack and this interpreter.
+So the hot path calls few functions: floor(a / b) is (a - a % b) / b, the
+same number below 2^53 without a call; the default algorithm's common case
+(evaluate_sliding_window_counter) is decided without calls of helpers; the
+mode's flags are read with arithmetic rather than bit.band. It allocates
+little: each rule's record (its verdict written into it) and the reply's
+numbers are tables kept from call to call, and there are no closures. A
+rule's spec and a call's head are parsed once and kept (rule_spec,
+call_head): parsing five numbers cost more than a rule's arithmetic, and so
+does turning TIME's seconds into a number, done only when they change
+(redis_now). Redis runs a library's top level without the standard library,
+so the locals below that name its functions are bound by the first call
+(bind).
 ]]
 
 local tonumber, floor, max, min, call, pack, unpack_struct, format, match, byte
@@ -213,8 +232,10 @@ local function int(x)
   return format('%d', x)
 end
 
+-- floor(a / b) is written (a - a % b) / b throughout: the same number (Lua's
+-- % is a - floor(a / b) * b, exact below 2^53), without a call of math.floor.
 local function div_floor(a, b)
-  local q = floor(a / b)
+  local q = (a - a % b) / b
   if q * b > a then
     q = q - 1
   elseif (q + 1) * b <= a then
@@ -263,20 +284,72 @@ local function state_text(value)
   return table.concat(parts, ':')
 end
 
--- Each algorithm writes its verdict into the rule's record `r`: conforming,
--- delay, retry (ms, or false when conforming), remaining and reset if admitted,
--- remaining and reset as things stand, and the state to store if admitted.
+-- A GLOBAL rule's bucket (see "Regions" above): its own value, and the
+-- copies other regions' states sent here, each from the page it is in; both
+-- pages are read whole, in one HMGET each.
+local function read_bucket_and_copies(r, peers)
+  local fields = { r.field }
+  for i = 1, #peers do fields[i + 1] = r.field .. peers[i] end
+  local current = call('HMGET', r.current, unpack(fields))
+  local other = call('HMGET', r.other, unpack(fields))
+  local value, moved = current[1], false
+  if not value and other[1] then value, moved = other[1], r.other end
+  r.moved = moved
+  local elsewhere = {}
+  for i = 2, #fields do
+    local copy = current[i] or other[i]
+    if copy then elsewhere[#elsewhere + 1] = copy end
+  end
+  r.previous = value or false
+  return value, elsewhere
+end
+
+-- Reads a page's bucket into its record (see "Pages" above): the page it is
+-- written to (current), the other page when it was found there (moved, else
+-- false) and its value, which the function returns with, for a GLOBAL rule,
+-- the copies of the regions in `peers` (false when none count).
+local function read_bucket(r, page_a, page_b, horizon, peers, now)
+  local current, other = page_a, page_b
+  if ((now - now % horizon) / horizon) % 2 == 1 then current, other = page_b, page_a end
+  r.current, r.other = current, other
+  if peers then return read_bucket_and_copies(r, peers) end
+  local value = call('HGET', current, r.field)
+  local moved = false
+  if not value then
+    value = call('HGET', other, r.field)
+    if value then moved = other end
+  end
+  r.moved, r.previous = moved, value or false
+  return value, false
+end
+
+-- A bucket's state is written to its current page by HSET, which says
+-- whether the field is new there: the bucket's first write in this page this
+-- epoch. Then settle_page gives the page its TTL if it has none, else
+-- lengthens it if it is shorter, and removes the bucket from the other page
+-- where it was found there. The TTL is set relative to `now`, not as an
+-- absolute time: `now` is Redis TIME in service, but a test's pinned clock
+-- may be anywhere.
+local function settle_page(r, horizon, now)
+  local ttl = int(((now - now % horizon) / horizon + 2) * horizon - now)
+  call('PEXPIRE', r.current, ttl, 'NX')
+  call('PEXPIRE', r.current, ttl, 'GT')
+  if r.moved then call('HDEL', r.moved, r.field) end
+end
+
+-- Each algorithm writes its verdict into the rule's record `r`: its outcome
+-- (as the reply carries it: -1 - the delay when the rule conforms, the wait
+-- before a retry when it refuses), remaining and reset as things stand, and
+-- when it conforms, remaining and reset if admitted and the state to store.
 -- The window counters also say at which index of that state the request's
 -- units are counted (current or next), so that a release can find them again.
 local function admitted(r, next, delay, if_remaining, if_reset, remaining, reset, counted_at)
-  r.conforming, r.delay, r.retry = true, delay, false
-  r.if_remaining, r.if_reset, r.remaining, r.reset = if_remaining, if_reset, remaining, reset
-  r.next, r.counted_at = next, counted_at or false
+  r.outcome, r.remaining, r.reset = -1 - delay, remaining, reset
+  r.if_remaining, r.if_reset, r.next, r.counted_at = if_remaining, if_reset, next, counted_at or false
 end
 
 local function refused(r, retry, remaining, reset)
-  r.conforming, r.delay, r.retry = false, 0, retry
-  r.if_remaining, r.if_reset, r.remaining, r.reset = remaining, reset, remaining, reset
+  r.outcome, r.remaining, r.reset = retry, remaining, reset
 end
 
 -- A state aged to `window` (an index of the window length it was counted in),
@@ -290,16 +363,16 @@ end
 -- The fixed window holding now: its index, the indexes of the windows before
 -- and after it, where it and the next end, and the length its states carry
 -- (a calendar's marker: see "Calendars").
-local function fixed_window_frame(r, now)
-  local periods = r.periods
+local function fixed_window_frame(spec, now)
+  local periods = spec.periods
   if not periods then
-    local window_ms = r.window_ms
-    local window = floor(now / window_ms)
+    local window_ms = spec.window_ms
+    local window = (now - now % window_ms) / window_ms
     return window, window - 1, window + 1, (window + 1) * window_ms, (window + 2) * window_ms, window_ms
   end
   for k = 2, 4 do
     if periods[k] <= now and now < periods[k + 1] then
-      return periods[k], periods[k - 1], periods[k + 1], periods[k + 1], periods[k + 2], r.marker
+      return periods[k], periods[k - 1], periods[k + 1], periods[k + 1], periods[k + 2], spec.marker
     end
   end
   return error('decide: no calendar period of the spec holds now (' .. int(now) .. ')')
@@ -328,7 +401,7 @@ local function fixed_window_roll_forward(value, now, window, previous, length)
   if not s1 then return window, 0, 0 end
   if s4 == length then return fixed_window_age(s1, s2, s3, window, previous) end
   if s4 < 0 then return window, s2 + s3, 0 end
-  local theirs = floor(now / s4)
+  local theirs = (now - now % s4) / s4
   local _, curr, queued = fixed_window_age(s1, s2, s3, theirs, theirs - 1)
   return window, curr + queued, 0
 end
@@ -349,29 +422,29 @@ local function fixed_window_counted_elsewhere(elsewhere, now, window, previous, 
   return current, next
 end
 
-local function evaluate_fixed_window(r, value, now, cost)
-  local limit = r.limit
-  local index, previous, following, window_end, next_end, length = fixed_window_frame(r, now)
+local function evaluate_fixed_window(r, spec, value, elsewhere, now, cost)
+  local limit = spec.limit
+  local index, previous, following, window_end, next_end, length = fixed_window_frame(spec, now)
   local window, local_current, local_next = fixed_window_roll_forward(value, now, index, previous, length)
   if window ~= index then
     -- The state was counted in a window after now's (Redis's clock went back):
     -- its counts stay there, and the request is decided in that window.
     local start = window
-    if not r.periods then start = window * r.window_ms end
-    index, previous, following, window_end, next_end = fixed_window_frame(r, start)
+    if not spec.periods then start = window * spec.window_ms end
+    index, previous, following, window_end, next_end = fixed_window_frame(spec, start)
   end
   local current, next = local_current, local_next
-  if r.elsewhere then
-    local other_current, other_next = fixed_window_counted_elsewhere(r.elsewhere, now, index, previous, following, length)
+  if elsewhere then
+    local other_current, other_next = fixed_window_counted_elsewhere(elsewhere, now, index, previous, following, length)
     current, next = current + other_current, next + other_next
   end
   local remaining, reset = fixed_window_usage(limit, window_end, next_end, now, current, next)
-  if cost > limit then return refused(r, r.window_ms, remaining, reset) end
+  if cost > limit then return refused(r, spec.window_ms, remaining, reset) end
   if current + cost <= limit then
     local if_remaining, if_reset = fixed_window_usage(limit, window_end, next_end, now, current + cost, next)
     return admitted(r, pack('>dddd', window, local_current + cost, local_next, length), 0, if_remaining, if_reset, remaining, reset, 2)
   end
-  local throttle = r.action == ACTION_THROTTLE
+  local throttle = spec.action == ACTION_THROTTLE
   if throttle and next + cost <= limit then
     local if_remaining, if_reset = fixed_window_usage(limit, window_end, next_end, now, current, next + cost)
     return admitted(r, pack('>dddd', window, local_current, local_next + cost, length), window_end - now, if_remaining, if_reset, remaining, reset, 3)
@@ -379,10 +452,6 @@ local function evaluate_fixed_window(r, value, now, cost)
   local wait_until = next_end
   if throttle or next + cost <= limit then wait_until = window_end end
   return refused(r, wait_until - now, remaining, reset)
-end
-
-local function sliding_window_counter_weight(elapsed, window_ms)
-  return div_ceil((window_ms - elapsed) * WEIGHT_ONE, window_ms)
 end
 
 -- The earliest elapsed time >= from, within one window, at which
@@ -406,29 +475,41 @@ local function sliding_window_counter_age(stored, previous, current, next, windo
 end
 
 -- What a sliding window counter leaves, `carried` being what its previous
--- window's `prev` units still count, and when it is empty again.
-local function sliding_window_counter_usage(limit, window, window_ms, now, carried, prev, curr, queued)
-  local remaining = max(0, limit - curr - queued - carried)
+-- window's `prev` units still count, and when it is empty again: as it
+-- stands, and with `added` units more counted in the current window and
+-- `queued` more in the next (a request admitted: both at once, so that a
+-- decision calls this once).
+local function sliding_window_counter_usage(limit, start, window_ms, now, carried, prev, curr, next, added, queued)
+  local remaining = limit - curr - next - carried
   local reset = now
-  if queued > 0 then
-    reset = (window + 3) * window_ms
+  if next > 0 then
+    reset = start + 3 * window_ms
   elseif curr > 0 then
-    reset = (window + 2) * window_ms
+    reset = start + 2 * window_ms
   elseif prev > 0 then
-    reset = (window + 1) * window_ms
+    reset = start + window_ms
   end
-  return remaining, reset
+  local if_remaining = remaining - added - queued
+  local if_reset = reset
+  if next + queued > 0 then
+    if_reset = start + 3 * window_ms
+  elseif curr + added > 0 then
+    if_reset = start + 2 * window_ms
+  end
+  if remaining < 0 then remaining = 0 end
+  if if_remaining < 0 then if_remaining = 0 end
+  return remaining, reset, if_remaining, if_reset
 end
 
 -- A stored state (nil: none) aged to now under the window it was counted in;
 -- after a window change its counts carry over into the current window.
 local function sliding_window_counter_roll_forward(value, now, window_ms)
-  local window = floor(now / window_ms)
+  local window = (now - now % window_ms) / window_ms
   local s1, s2, s3, s4, s5 = decode_state(value, 5)
   if not s1 then return window, 0, 0, 0 end
-  local aged, prev, curr, queued = sliding_window_counter_age(s1, s2, s3, s4, floor(now / s5))
-  if s5 ~= window_ms then return window, 0, prev + curr + queued, 0 end
-  return aged, prev, curr, queued
+  if s5 == window_ms then return sliding_window_counter_age(s1, s2, s3, s4, window) end
+  local _, prev, curr, queued = sliding_window_counter_age(s1, s2, s3, s4, (now - now % s5) / s5)
+  return window, 0, prev + curr + queued, 0
 end
 
 -- What other regions count in the previous window, this one and the next: each
@@ -447,29 +528,14 @@ local function sliding_window_counter_counted_elsewhere(elsewhere, window, now, 
   return previous, current, next
 end
 
-local function evaluate_sliding_window_counter(r, value, now, cost)
-  local limit, window_ms = r.limit, r.window_ms
-  local window, local_previous, local_current, local_next = sliding_window_counter_roll_forward(value, now, window_ms)
-  local previous, current, next = local_previous, local_current, local_next
-  if r.elsewhere then
-    local other_previous, other_current, other_next = sliding_window_counter_counted_elsewhere(r.elsewhere, window, now, window_ms)
-    previous, current, next = previous + other_previous, current + other_current, next + other_next
-  end
-  local elapsed = max(0, now - window * window_ms)
-  local weight = sliding_window_counter_weight(elapsed, window_ms)
-  -- A request never counts in the previous window: what it carries is the
-  -- same before and after.
-  local carried = div_ceil(previous * weight, WEIGHT_ONE)
-  local remaining, reset = sliding_window_counter_usage(limit, window, window_ms, now, carried, previous, current, next)
-  if cost > limit then return refused(r, window_ms, remaining, reset) end
-
-  -- The earliest release: in this window, else the next, else the one after
-  -- (each seen from its start, where the previous window weighs WEIGHT_ONE, with
-  -- the counts it will have then).
-  local throttle = r.action == ACTION_THROTTLE
+-- The earliest release (earliestRelease): in this window, else the next, else
+-- the one after (each seen from its start, where the previous window weighs
+-- WEIGHT_ONE, with the counts it will have then); as the wait from now, and
+-- whether it falls in this window.
+local function sliding_window_counter_wait(previous, current, next, window, elapsed, weight, window_ms, limit, cost, behind_queue, now)
   local release, windows_ahead = (window + 3) * window_ms, 3
   local first = 1
-  if throttle and next > 0 then first = 2 end
+  if behind_queue then first = 2 end
   for ahead = first, 3 do
     local prev, curr, from, from_weight = previous, current, elapsed, weight
     if ahead == 2 then
@@ -483,23 +549,78 @@ local function evaluate_sliding_window_counter(r, value, now, cost)
       break
     end
   end
-  local wait = release - now
-  local in_this_window = true
-  if not throttle then
-    if wait > 0 then return refused(r, wait, remaining, reset) end
-  else
-    if wait > window_ms then return refused(r, wait - window_ms, remaining, reset) end
-    in_this_window = windows_ahead == 0
+  return release - now, windows_ahead == 0
+end
+
+-- SLIDING_WINDOW_COUNTER, the default algorithm, is decided with as few
+-- calls of Lua functions as its common case allows (see "Speed"): a state
+-- of this window or the one before is aged here, not by roll_forward; the
+-- weight and the carried count are div_ceil written out, (a - a % b) / b
+-- being floor(a / b) exactly below 2^53; and a request that fits now is
+-- admitted without the search for the earliest release, which would find
+-- it first. Its bucket is read here, `page_a` and `page_b` being its pages.
+local function evaluate_sliding_window_counter(r, spec, page_a, page_b, now, cost)
+  local limit, window_ms = spec.limit, spec.window_ms
+  local value, elsewhere = read_bucket(r, page_a, page_b, spec.horizon, spec.peers, now)
+  local window = (now - now % window_ms) / window_ms
+  local local_previous, local_current, local_next = 0, 0, 0
+  if value then
+    -- A state of 40 bytes is read as doubles here without decode_state's test
+    -- for text: its last double must be the window length, an integer whose
+    -- last byte is NUL, which decimal text never holds.
+    local s1, s2, s3, s4, s5
+    if #value == 40 then s1, s2, s3, s4, s5 = unpack_struct('>ddddd', value) end
+    if s5 == window_ms and s1 == window then
+      local_previous, local_current, local_next = s2, s3, s4
+    elseif s5 == window_ms and s1 == window - 1 then
+      local_previous, local_current = s3, s4
+    else
+      window, local_previous, local_current, local_next = sliding_window_counter_roll_forward(value, now, window_ms)
+    end
   end
-  local curr, queued, counted_at, stored = current + cost, next, 3, nil
-  if in_this_window then
-    stored = pack('>ddddd', window, local_previous, local_current + cost, local_next, window_ms)
-  else
-    curr, queued, counted_at = current, next + cost, 4
-    stored = pack('>ddddd', window, local_previous, local_current, local_next + cost, window_ms)
+  local previous, current, next = local_previous, local_current, local_next
+  if elsewhere then
+    local other_previous, other_current, other_next = sliding_window_counter_counted_elsewhere(elsewhere, window, now, window_ms)
+    previous, current, next = previous + other_previous, current + other_current, next + other_next
   end
-  local if_remaining, if_reset = sliding_window_counter_usage(limit, window, window_ms, now, carried, previous, curr, queued)
-  return admitted(r, stored, wait, if_remaining, if_reset, remaining, reset, counted_at)
+  local start = window * window_ms
+  local elapsed = now - start
+  if elapsed < 0 then elapsed = 0 end
+  local scaled = (window_ms - elapsed) * WEIGHT_ONE
+  local weight = (scaled - scaled % window_ms) / window_ms
+  if weight * window_ms < scaled then weight = weight + 1 end
+  -- A request never counts in the previous window: what it carries is the
+  -- same before and after.
+  local carried = 0
+  if previous > 0 then
+    scaled = previous * weight
+    carried = (scaled - scaled % WEIGHT_ONE) / WEIGHT_ONE
+    if carried * WEIGHT_ONE < scaled then carried = carried + 1 end
+  end
+  local outcome = -1
+  local throttle = spec.action == ACTION_THROTTLE
+  if cost > limit then
+    outcome = window_ms
+  elseif carried > limit - cost - current or now < start or (throttle and next > 0) then
+    local wait, in_this_window = sliding_window_counter_wait(previous, current, next, window, elapsed, weight, window_ms, limit, cost, throttle and next > 0, now)
+    if not throttle then
+      if wait > 0 then outcome = wait end
+    elseif wait > window_ms then
+      outcome = wait - window_ms
+    elseif not in_this_window then
+      r.remaining, r.reset, r.if_remaining, r.if_reset = sliding_window_counter_usage(limit, start, window_ms, now, carried, previous, current, next, 0, cost)
+      r.outcome, r.counted_at = -1 - wait, 4
+      r.next = pack('>ddddd', window, local_previous, local_current, local_next + cost, window_ms)
+      return
+    else
+      outcome = -1 - wait
+    end
+  end
+  r.remaining, r.reset, r.if_remaining, r.if_reset = sliding_window_counter_usage(limit, start, window_ms, now, carried, previous, current, next, cost, 0)
+  r.outcome = outcome
+  if outcome < 0 then
+    r.next, r.counted_at = pack('>ddddd', window, local_previous, local_current + cost, local_next, window_ms), 3
+  end
 end
 
 -- TOKEN_BUCKET and LEAKY_BUCKET: a debt, in 1/window_ms token units, draining
@@ -533,14 +654,14 @@ local function meter_usage(full, limit, window_ms, now, owed)
   return div_floor(max(0, full - owed), window_ms), now + div_ceil(owed, limit)
 end
 
-local function evaluate_meter(r, value, now, cost, leaky)
-  local limit, window_ms, capacity = r.limit, r.window_ms, r.capacity
+local function evaluate_meter(r, spec, value, now, cost, leaky)
+  local limit, window_ms, capacity = spec.limit, spec.window_ms, spec.capacity
   local s1, s2, s3, s4 = decode_state(value, 4)
   local debt, since = meter_settle(s1, s2, s3, s4, now, limit, window_ms)
   local full = capacity * window_ms
   local remaining, reset = meter_usage(full, limit, window_ms, now, debt)
   if cost > capacity then return refused(r, window_ms, remaining, reset) end
-  local throttle = r.action == ACTION_THROTTLE
+  local throttle = spec.action == ACTION_THROTTLE
   local line = 0
   if throttle and not leaky then line = limit * window_ms end
   local owed = debt + cost * window_ms
@@ -574,8 +695,8 @@ end
 
 -- SLIDING_WINDOW_LOG reads its list directly and changes nothing; entries
 -- that have left the window are dropped by the call that appends.
-local function evaluate_sliding_window_log(r, now, cost)
-  local key, limit, window_ms = r.key, r.limit, r.window_ms
+local function evaluate_sliding_window_log(r, spec, now, cost)
+  local key, limit, window_ms = r.key, spec.limit, spec.window_ms
   local length = call('LLEN', key)
   local first = sliding_window_log_live(key, now - window_ms, length)
   local count = length - first
@@ -584,7 +705,7 @@ local function evaluate_sliding_window_log(r, now, cost)
   if count > 0 then last = tonumber(call('LINDEX', key, -1)) end
   local remaining, reset = sliding_window_log_usage(limit, window_ms, now, count, last)
   if cost > limit then return refused(r, window_ms, remaining, reset) end
-  local throttle = r.action == ACTION_THROTTLE
+  local throttle = spec.action == ACTION_THROTTLE
   local must_leave = count + cost - limit
   local not_before = now
   if throttle and last then not_before = max(now, last) end
@@ -628,15 +749,15 @@ local function concurrency_slot_frees_at(key, live, limit)
 end
 
 -- CONCURRENCY (see "Leases" above): one slot per check, whatever its cost.
-local function evaluate_concurrency(r, now)
-  local key, limit = r.key, r.limit
+local function evaluate_concurrency(r, spec, now)
+  local key, limit = r.key, spec.limit
   call('ZREMRANGEBYSCORE', key, '-inf', int(now))
   local live = call('ZCARD', key)
   if live >= limit then
     local frees = concurrency_slot_frees_at(key, live, limit)
     return refused(r, frees - now, 0, frees)
   end
-  local expires = now + r.window_ms
+  local expires = now + spec.window_ms
   local reset, if_reset = now, expires
   if live > 0 then
     reset = concurrency_slot_frees_at(key, live, limit)
@@ -662,7 +783,9 @@ end
 -- Rule specs as parsed, by their text. What a rule asks never changes under
 -- its text, so a spec parsed once serves every later call; the table is
 -- emptied when it grows past any real number of rule versions in use, so
--- that it stays small whatever callers send.
+-- that it stays small whatever callers send. `paged` says the bucket lives
+-- in a page pair (see "Pages"); `peers` are the regions whose copies count
+-- (false for a rule no other region shares, see "Regions").
 local specs, spec_count = {}, 0
 local most_specs = 10000
 
@@ -683,72 +806,16 @@ local function rule_spec(text)
   end
   algorithm, limit, window_ms, capacity, action = tonumber(algorithm), tonumber(limit), tonumber(window_ms), tonumber(capacity), tonumber(action)
   local peers = false
-  if regions then
+  if regions and regions ~= '' then
     peers = {}
     for region in string.gmatch(regions, '[^,]+') do peers[#peers + 1] = '@' .. region end
   end
   spec = { algorithm = algorithm, limit = limit, window_ms = window_ms, capacity = capacity, action = action,
-           horizon = horizon_ms(algorithm, limit, window_ms, capacity), peers = peers, periods = periods, marker = marker or false }
+           horizon = horizon_ms(algorithm, limit, window_ms, capacity), peers = peers, periods = periods, marker = marker or false,
+           paged = algorithm ~= ALGO_SLIDING_WINDOW_LOG and algorithm ~= ALGO_CONCURRENCY }
   if spec_count >= most_specs then specs, spec_count = {}, 0 end
   specs[text], spec_count = spec, spec_count + 1
   return spec
-end
-
--- A GLOBAL rule's bucket (see "Regions" above): its own value, and into
--- r.elsewhere the copies other regions' states sent here, each from the page it
--- is in; both pages are read whole, in one HMGET each.
-local function read_bucket_and_copies(r)
-  local fields = { r.field }
-  for i = 1, #r.peers do fields[i + 1] = r.field .. r.peers[i] end
-  local current = call('HMGET', r.current, unpack(fields))
-  local other = call('HMGET', r.other, unpack(fields))
-  local value = current[1]
-  if value then
-    r.found = r.current
-  elseif other[1] then
-    value, r.found = other[1], r.other
-  end
-  local elsewhere = {}
-  for i = 2, #fields do
-    local copy = current[i] or other[i]
-    if copy then elsewhere[#elsewhere + 1] = copy end
-  end
-  r.elsewhere = elsewhere
-  r.previous = value or false
-  return value
-end
-
--- Reads a page's bucket into its record (see "Pages" above): which page is
--- current, where the bucket was found and its value there.
-local function read_bucket(r, now)
-  local horizon = r.horizon
-  local epoch = floor(now / horizon)
-  if epoch % 2 == 0 then r.current, r.other = r.page_a, r.page_b else r.current, r.other = r.page_b, r.page_a end
-  r.expires = (epoch + 2) * horizon
-  if r.peers and #r.peers > 0 then return read_bucket_and_copies(r) end
-  local value = call('HGET', r.current, r.field)
-  if value then
-    r.found = r.current
-  else
-    value = call('HGET', r.other, r.field)
-    if value then r.found = r.other end
-  end
-  r.previous = value or false
-  return value
-end
-
--- The page's TTL is set relative to `now`, not as an absolute time: `now`
--- is Redis TIME in service, but a test's pinned clock may be anywhere.
-local function write_bucket(r, value, now)
-  local page = r.current
-  if call('HSET', page, r.field, value) == 1 then
-    -- The bucket's first write in this page this epoch: give the page its
-    -- TTL if it has none, else lengthen it if it is shorter.
-    local ttl = int(r.expires - now)
-    call('PEXPIRE', page, ttl, 'NX')
-    call('PEXPIRE', page, ttl, 'GT')
-    if r.found == r.other then call('HDEL', r.other, r.field) end
-  end
 end
 
 -- Release: the units a reservation took, given back (see the header).
@@ -779,8 +846,8 @@ end
 
 -- A meter's debt drains from the front: what is left of the reservation is
 -- its units minus what has drained since beyond the debt ahead of it.
-local function give_back_debt(state, taken, cost, now, r)
-  local limit, window_ms = r.limit, r.window_ms
+local function give_back_debt(state, taken, cost, now, spec)
+  local limit, window_ms = spec.limit, spec.window_ms
   if not state or #state < 4 or state[3] ~= window_ms or taken[3] ~= window_ms then return nil end
   local debt, since = meter_settle(state[1], state[2], state[3], state[4], now, limit, window_ms)
   local units = cost * window_ms
@@ -825,166 +892,210 @@ local function restore_dead(key, runs, window_ms)
   if call('PTTL', key) < 0 then call('PEXPIRE', key, window_ms) end
 end
 
-local function release(r, receipt, now, cost)
+-- Gives back what one rule's receipt says its reservation took; `key` is
+-- the bucket's log or leases, or page a of its page pair, `page_b` the
+-- pair's other page.
+local function release(r, spec, key, page_b, receipt, now, cost)
   if receipt == '' then return RELEASE_NOTHING_LEFT end
-  if r.algorithm == ALGO_CONCURRENCY then
-    call('ZREMRANGEBYSCORE', r.key, '-inf', int(now))
-    if call('ZREM', r.key, receipt) == 1 then return RELEASE_RESTORED end
+  local algorithm = spec.algorithm
+  if algorithm == ALGO_CONCURRENCY then
+    call('ZREMRANGEBYSCORE', key, '-inf', int(now))
+    if call('ZREM', key, receipt) == 1 then return RELEASE_RESTORED end
     return RELEASE_NOTHING_LEFT
   end
-  if r.algorithm == ALGO_SLIDING_WINDOW_LOG then
+  if algorithm == ALGO_SLIDING_WINDOW_LOG then
     local stamp, runs = match(receipt, '^([^/]*)/(.*)$')
-    local removed = call('LREM', r.key, -cost, stamp)
-    if runs ~= '' then restore_dead(r.key, runs, r.window_ms) end
+    local removed = call('LREM', key, -cost, stamp)
+    if runs ~= '' then restore_dead(key, runs, spec.window_ms) end
     if removed > 0 then return RELEASE_RESTORED end
     return RELEASE_NOTHING_LEFT
   end
   local written, previous, counted_at = match(receipt, '^([^/]*)/([^/]*)/(%d*)$')
-  local value = read_bucket(r, now)
+  local value = read_bucket(r, key, page_b, spec.horizon, false, now)
   if not value then return RELEASE_NOTHING_LEFT end
   local stored = state_text(value)
   if stored == written then
-    if previous == '' then call('HDEL', r.found, r.field) else call('HSET', r.found, r.field, pack_state(parse_state(previous))) end
+    local found = r.moved or r.current
+    if previous == '' then call('HDEL', found, r.field) else call('HSET', found, r.field, pack_state(parse_state(previous))) end
     return RELEASE_RESTORED
   end
   local given
-  if r.algorithm == ALGO_SLIDING_WINDOW_COUNTER or r.algorithm == ALGO_FIXED_WINDOW then
+  if algorithm == ALGO_SLIDING_WINDOW_COUNTER or algorithm == ALGO_FIXED_WINDOW then
     given = give_back_count(parse_state(stored), parse_state(written), tonumber(counted_at), cost)
   else
-    given = give_back_debt(parse_state(stored), parse_state(written), cost, now, r)
+    given = give_back_debt(parse_state(stored), parse_state(written), cost, now, spec)
   end
   if not given then return RELEASE_NOTHING_LEFT end
-  call('HSET', r.found, r.field, given)
+  call('HSET', r.moved or r.current, r.field, given)
   return RELEASE_SUBTRACTED
 end
 
+-- A call's head (args[1], "<cost>:<mode>", or "<cost>:<mode>:<now>" with a
+-- pinned clock) as parsed: { cost, mode, now or false }. The heads in use are
+-- few, so they are kept like the specs and parsed once; one with a pinned
+-- clock is a test's and is not kept.
+local heads, head_count = {}, 0
+
+local function call_head(text)
+  local head = heads[text]
+  if head then return head end
+  local cost, mode, now = match(text, '^(%d+):(%d+):?(%d*)$')
+  if not cost then return error('decide: malformed head "' .. text .. '"') end
+  head = { tonumber(cost), tonumber(mode), tonumber(now) or false }
+  if head[3] then return head end
+  if head_count >= most_specs then heads, head_count = {}, 0 end
+  heads[text], head_count = head, head_count + 1
+  return head
+end
+
+-- Redis's clock in ms. TIME's seconds change once a second and Lua keeps one
+-- copy of each string, so the seconds are converted only when they change:
+-- turning text into a number is a C library call.
+local clock_seconds, clock_seconds_ms = false, 0
+
+local function redis_now()
+  local time = call('TIME')
+  local seconds = time[1]
+  if seconds ~= clock_seconds then clock_seconds, clock_seconds_ms = seconds, tonumber(seconds) * 1000 end
+  local micros = tonumber(time[2])
+  return clock_seconds_ms + (micros - micros % 1000) / 1000
+end
+
 -- The rules' records, kept from call to call: records[i] is the i-th rule's
--- in every call, and rule_record sets every field of it again before the
--- call reads any, so nothing of one call reaches the next. A record built
--- afresh per rule per call (its fields inserted one by one into a new
--- table) cost about a tenth of a check. No field is ever set to nil: a key
--- whose value is nil may be dropped by the collector, and setting it again
--- would grow the table anew.
+-- in every call. A record is not emptied between calls: each step of a call
+-- writes what a later step of the same call reads (the binding its spec and
+-- field, read_bucket its pages, the algorithm its verdict) before that step
+-- reads it, so nothing of one call reaches the next. A record built afresh
+-- per rule per call (its fields inserted one by one into a new table) cost
+-- about a tenth of a check, and refilling every field of it another tenth.
 local records = {}
 
-local function rule_record(i, spec, field)
+local function record(i)
   local r = records[i]
-  if not r then
-    r = {}
-    records[i] = r
-  end
-  r.algorithm, r.limit, r.window_ms, r.capacity, r.action, r.horizon = spec.algorithm, spec.limit, spec.window_ms, spec.capacity, spec.action, spec.horizon
-  r.peers, r.periods, r.marker, r.elsewhere = spec.peers, spec.periods, spec.marker, false
-  r.field, r.key, r.page_a, r.page_b, r.current, r.other, r.found = field, false, false, false, false, false, false
-  r.previous, r.expires, r.dead, r.conforming, r.delay, r.retry = false, 0, 0, false, 0, false
-  r.if_remaining, r.if_reset, r.remaining, r.reset, r.next, r.counted_at = 0, 0, 0, 0, false, false
+  if r then return r end
+  r = {}
+  records[i] = r
   return r
 end
 
--- The reply of a decision or a reservation, kept from call to call like the
--- records and ended by a nil after its last value (Redis reads a reply's
--- array up to its first nil), so that its array is not grown anew each call.
-local reply = {}
+-- The reply of a reservation, kept from call to call like the records and
+-- ended by a nil after its last value (Redis reads a reply's array up to its
+-- first nil), so that its array is not grown anew each call; and the numbers
+-- of a decision's reply, packed into one string (see "Reply").
+local reply, numbers = {}, {}
+local number_formats = {}
+
+local function decision_reply(count)
+  local n = 2 + count * 3
+  local format_text = number_formats[n]
+  if not format_text then
+    format_text = '<' .. string.rep('d', n)
+    number_formats[n] = format_text
+  end
+  return pack(format_text, unpack(numbers, 1, n))
+end
+
+local function release_all(keys, args, count, now, cost)
+  local outcomes = { now }
+  local key_index = 1
+  for i = 1, count do
+    local spec = specs[args[2 * i]] or rule_spec(args[2 * i])
+    local r = record(i)
+    r.field = args[2 * i + 1]
+    outcomes[i + 1] = release(r, spec, keys[key_index], keys[key_index + 1], args[1 + count * 2 + i], now, cost)
+    if spec.paged then key_index = key_index + 2 else key_index = key_index + 1 end
+  end
+  return outcomes
+end
 
 local function decide(keys, args)
   if not call then bind() end
-  local now
-  if args[1] ~= '' then
-    now = tonumber(args[1])
-  else
-    local time = call('TIME')
-    now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
-  end
-  local cost = tonumber(args[2])
-  local mode = tonumber(args[3])
-  local count = tonumber(args[4])
-
-  local rules = records
-  local key_index = 1
-  for i = 1, count do
-    local r = rule_record(i, rule_spec(args[3 + 2 * i]), args[4 + 2 * i])
-    if r.algorithm == ALGO_SLIDING_WINDOW_LOG or r.algorithm == ALGO_CONCURRENCY then
-      r.key = keys[key_index]
-      key_index = key_index + 1
-    else
-      r.page_a, r.page_b = keys[key_index], keys[key_index + 1]
-      key_index = key_index + 2
-    end
-  end
-
-  if bit.band(mode, MODE_RELEASE) ~= 0 then
-    local outcomes = { now }
-    for i = 1, count do outcomes[i + 1] = release(rules[i], args[4 + count * 2 + i], now, cost) end
-    return outcomes
-  end
+  local head = heads[args[1]] or call_head(args[1])
+  local cost, mode = head[1], head[2]
+  local now = head[3] or redis_now()
+  -- The mode's flags (MODE_DRY_RUN 1, MODE_RESERVE 2, MODE_RELEASE 4) read
+  -- with arithmetic: bit.band is a call of a C function.
+  if mode >= MODE_RELEASE then return release_all(keys, args, (#args - 1) / 3, now, cost) end
+  local count = (#args - 1) / 2
 
   local allowed = true
+  local key_index = 1
   for i = 1, count do
-    local r = rules[i]
-    local algorithm = r.algorithm
-    if algorithm == ALGO_SLIDING_WINDOW_LOG then
-      evaluate_sliding_window_log(r, now, cost)
-    elseif algorithm == ALGO_CONCURRENCY then
-      evaluate_concurrency(r, now)
-    elseif algorithm == ALGO_SLIDING_WINDOW_COUNTER then
-      evaluate_sliding_window_counter(r, read_bucket(r, now), now, cost)
-    elseif algorithm == ALGO_FIXED_WINDOW then
-      evaluate_fixed_window(r, read_bucket(r, now), now, cost)
+    local r = records[i] or record(i)
+    local spec = specs[args[2 * i]] or rule_spec(args[2 * i])
+    r.spec, r.field = spec, args[2 * i + 1]
+    local algorithm = spec.algorithm
+    if algorithm == ALGO_SLIDING_WINDOW_COUNTER then
+      evaluate_sliding_window_counter(r, spec, keys[key_index], keys[key_index + 1], now, cost)
+      key_index = key_index + 2
+    elseif spec.paged then
+      local value, elsewhere = read_bucket(r, keys[key_index], keys[key_index + 1], spec.horizon, spec.peers, now)
+      key_index = key_index + 2
+      if algorithm == ALGO_FIXED_WINDOW then
+        evaluate_fixed_window(r, spec, value, elsewhere, now, cost)
+      else
+        evaluate_meter(r, spec, value, now, cost, algorithm == ALGO_LEAKY_BUCKET)
+      end
     else
-      evaluate_meter(r, read_bucket(r, now), now, cost, algorithm == ALGO_LEAKY_BUCKET)
+      r.key = keys[key_index]
+      key_index = key_index + 1
+      if algorithm == ALGO_SLIDING_WINDOW_LOG then
+        evaluate_sliding_window_log(r, spec, now, cost)
+      else
+        evaluate_concurrency(r, spec, now)
+      end
     end
-    if not r.conforming and r.action ~= ACTION_LOG_ONLY then allowed = false end
+    if r.outcome >= 0 and spec.action ~= ACTION_LOG_ONLY then allowed = false end
   end
 
-  local writes = bit.band(mode, MODE_DRY_RUN) == 0
-  local reserving = bit.band(mode, MODE_RESERVE) ~= 0
-  reply[1], reply[2] = now, 0
-  if allowed then reply[2] = 1 end
+  local writes = mode % 2 == 0
+  local reserving = mode % 4 >= MODE_RESERVE
   for i = 1, count do
-    local r = rules[i]
-    local counted = allowed and r.conforming
+    local r = records[i]
+    local outcome = r.outcome
+    local conforming = outcome < 0
+    local counted = allowed and conforming
     local receipt = ''
     if counted and writes then
-      if r.algorithm == ALGO_SLIDING_WINDOW_LOG then
+      local spec = r.spec
+      if spec.paged then
+        if call('HSET', r.current, r.field, r.next) == 1 then settle_page(r, spec.horizon, now) end
+        if reserving then receipt = state_text(r.next) .. '/' .. state_text(r.previous) .. '/' .. (r.counted_at or '') end
+      elseif spec.algorithm == ALGO_SLIDING_WINDOW_LOG then
         if reserving then receipt = int(r.next) .. '/' .. dead_runs(r.key, r.dead) end
-        append_log(r.key, r.dead, r.next, cost, now, r.window_ms)
-      elseif r.algorithm == ALGO_CONCURRENCY then
+        append_log(r.key, r.dead, r.next, cost, now, spec.window_ms)
+      else
         hold_lease(r.key, r.field, r.next, now)
         if reserving then receipt = r.field end
-      else
-        write_bucket(r, r.next, now)
-        if reserving then receipt = state_text(r.next) .. '/' .. state_text(r.previous) .. '/' .. (r.counted_at or '') end
       end
     end
-    local conforming = 0
-    if r.conforming then conforming = 1 end
-    local retry = r.retry or -1
     if reserving then
       local base = 2 + (i - 1) * 7
-      reply[base + 1] = conforming
-      reply[base + 2] = r.if_remaining
-      reply[base + 3] = r.if_reset
-      reply[base + 4] = retry
-      reply[base + 5] = r.delay
+      reply[base + 1] = conforming and 1 or 0
       reply[base + 6] = r.remaining
       reply[base + 7] = r.reset
+      if conforming then
+        reply[base + 2], reply[base + 3], reply[base + 4], reply[base + 5] = r.if_remaining, r.if_reset, -1, -1 - outcome
+      else
+        reply[base + 2], reply[base + 3], reply[base + 4], reply[base + 5] = r.remaining, r.reset, outcome, 0
+      end
       reply[2 + count * 7 + i] = receipt
     else
-      local base = 2 + (i - 1) * 5
-      reply[base + 1] = conforming
+      local base = (i - 1) * 3
       if counted then
-        reply[base + 2] = r.if_remaining
-        reply[base + 3] = r.if_reset
-        reply[base + 4] = retry
-        reply[base + 5] = r.delay
+        numbers[base + 3], numbers[base + 4], numbers[base + 5] = r.if_remaining, r.if_reset, outcome
+      elseif conforming then
+        numbers[base + 3], numbers[base + 4], numbers[base + 5] = r.remaining, r.reset, -1
       else
-        reply[base + 2] = r.remaining
-        reply[base + 3] = r.reset
-        reply[base + 4] = retry
-        reply[base + 5] = 0
+        numbers[base + 3], numbers[base + 4], numbers[base + 5] = r.remaining, r.reset, outcome
       end
     end
   end
-  if reserving then reply[2 + count * 8 + 1] = nil else reply[2 + count * 5 + 1] = nil end
+  if not reserving then
+    numbers[1], numbers[2] = now, allowed and 1 or 0
+    return decision_reply(count)
+  end
+  reply[1], reply[2] = now, allowed and 1 or 0
+  reply[2 + count * 8 + 1] = nil
   return reply
 end

@@ -36,10 +36,9 @@ local function time_of(arg)
   return tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 end
 
--- A record of the bucket (or of a copy, by its field) for read_bucket and write_bucket.
-local function page_record(keys, spec, field)
-  return { page_a = keys[1], page_b = keys[2], horizon = rule_spec(spec).horizon, field = field, peers = false,
-           current = false, other = false, found = false, previous = false, expires = 0 }
+-- A record of the bucket (or of a copy, by its field) for read_bucket and settle_page.
+local function page_record(field)
+  return { field = field, current = false, other = false, moved = false, previous = false }
 end
 
 -- Where a state's window starts: its index times its window length, or for a
@@ -52,14 +51,15 @@ end
 
 local function state(keys, args)
   if not call then bind() end
-  return state_text(read_bucket(page_record(keys, args[2], args[3]), time_of(args[1])))
+  return state_text((read_bucket(page_record(args[3]), keys[1], keys[2], rule_spec(args[2]).horizon, false, time_of(args[1]))))
 end
 
 local function merge(keys, args)
   if not call then bind() end
   local now = time_of(args[1])
-  local r = page_record(keys, args[2], args[3] .. '@' .. args[4])
-  local stored = parse_state(state_text(read_bucket(r, now)))
+  local r = page_record(args[3] .. '@' .. args[4])
+  local horizon = rule_spec(args[2]).horizon
+  local stored = parse_state(state_text((read_bucket(r, keys[1], keys[2], horizon, false, now))))
   local incoming = parse_state(args[5])
   if not incoming then return 0 end
   local n = #incoming
@@ -77,6 +77,6 @@ local function merge(keys, args)
       if not changed then return 0 end
     end
   end
-  write_bucket(r, pack_state(merged), now)
+  if call('HSET', r.current, r.field, pack_state(merged)) == 1 then settle_page(r, horizon, now) end
   return 1
 end

@@ -64,8 +64,9 @@ export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnR
   };
 }
 
-async function waitForPort(port: number, open: boolean): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
+/** Resolves once the port accepts connections (open) or refuses them (not open), polling every 50 ms up to timeoutMs. */
+export async function waitForPort(port: number, open: boolean, timeoutMs = 5_000): Promise<void> {
+  for (let attempt = 0; attempt < timeoutMs / 50; attempt++) {
     const isOpen = await new Promise<boolean>((resolve) => {
       const socket = connect({ port, host: "127.0.0.1" });
       socket.once("connect", () => {

@@ -12,7 +12,7 @@ import { ALGORITHMS } from "../../src/domain/rule.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { MODE, type Mode } from "../../src/store/redis/script-codes.js";
-import { decideArgs, registerScripts, type ScriptArgs, type ScriptedRedis } from "../../src/store/redis/scripts.js";
+import { decideArgs, decisionNumbers, registerScripts, type ScriptArgs, type ScriptedRedis, type ScriptReply } from "../../src/store/redis/scripts.js";
 import { ManualClock } from "../support/clock.js";
 import { deleteByPrefix } from "../harness/delete-by-prefix.js";
 import { testRedis } from "../support/redis.js";
@@ -34,6 +34,11 @@ function stateText(value: Buffer): string {
   const numbers: number[] = [];
   for (let at = 0; at + 8 <= value.length; at += 8) numbers.push(value.readDoubleBE(at));
   return numbers.join(":");
+}
+
+/** A reply as numbers and text: a decision's packed numbers, or a reservation's or release's array with its receipts as text. */
+function readable(reply: ScriptReply): (number | string)[] {
+  return Array.isArray(reply) ? reply.map((value) => (Buffer.isBuffer(value) ? value.toString("utf8") : value)) : decisionNumbers(reply);
 }
 
 describe.runIf(await redisAvailable())("decide.lua", () => {
@@ -71,23 +76,33 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
   /** How long a page written at `at` lives: until the start of the second epoch after. */
   const ttlAt = (at: number, horizon = FIXED_WINDOW_HORIZON) => (Math.floor(at / horizon) + 2) * horizon - at;
 
-  it("replies now, allowed, then five integers per rule", async () => {
+  it("replies one string of doubles: now, allowed, then remaining, reset and outcome per rule", async () => {
     const window = Math.floor(T0 / 60_000);
-    const reply = await scripted.floodgateDecide(2, `${prefix}{r1:0}:a`, `${prefix}{r1:0}:b`, T0, 1, "0", 1, "3:2:60000:2:1", "user:u1");
-    expect(reply).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0]);
+    const reply = await scripted.floodgateDecide(2, `${prefix}{r1:0}:a`, `${prefix}{r1:0}:b`, `1:${MODE.DECIDE}:${T0}`, "3:2:60000:2:1", "user:u1");
+    expect(Buffer.isBuffer(reply)).toBe(true);
+    // The outcome: -1 - the delay for a conforming rule, the wait before a retry for a refusing one.
+    expect(readable(reply)).toEqual([T0, 1, 1, (window + 1) * 60_000, -1]);
+    const refused = await scripted.floodgateDecide(2, `${prefix}{r1:0}:a`, `${prefix}{r1:0}:b`, `2:${MODE.DECIDE}:${T0}`, "3:2:60000:2:1", "user:u1");
+    expect(readable(refused)).toEqual([T0, 0, 1, (window + 1) * 60_000, (window + 1) * 60_000 - T0]);
   });
 
   it("replies only its own call's values after a call of more rules, the records and the reply being kept from call to call", async () => {
     const window = Math.floor(T0 / 60_000);
     const pages = (rule: string) => [`${prefix}{${rule}:0}:a`, `${prefix}{${rule}:0}:b`];
     // Three rules, the first refusing (cost 2 over a limit of 1), a reservation with its receipts, then one rule alone.
-    const three = await scripted.floodgateDecide(6, ...pages("r1"), ...pages("r2"), ...pages("r3"), T0, 2, MODE.RESERVE, 3, "3:1:60000:1:1", "user:u1", "2:5:60000:5:2", "user:u1", "1:5:60000:5:1", "user:u1");
+    const three = readable(
+      await scripted.floodgateDecide(6, ...pages("r1"), ...pages("r2"), ...pages("r3"), `2:${MODE.RESERVE}:${T0}`, "3:1:60000:1:1", "user:u1", "2:5:60000:5:2", "user:u1", "1:5:60000:5:1", "user:u1"),
+    );
     expect(three).toHaveLength(2 + 3 * 8);
     expect(three.slice(0, 3)).toEqual([T0, 0, 0]);
-    const one = await scripted.floodgateDecide(2, ...pages("r4"), T0, 1, MODE.DECIDE, 1, "3:2:60000:2:1", "user:u1");
-    expect(one).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0]);
-    const reserved = await scripted.floodgateDecide(2, ...pages("r5"), T0, 1, MODE.RESERVE, 1, "3:2:60000:2:1", "user:u1");
-    expect(reserved).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, `${window}:1:0:60000//2`]);
+    const decided = readable(
+      await scripted.floodgateDecide(6, ...pages("r6"), ...pages("r7"), ...pages("r8"), `1:${MODE.DECIDE}:${T0}`, "3:2:60000:2:1", "user:u1", "3:2:60000:2:1", "user:u1", "3:2:60000:2:1", "user:u1"),
+    );
+    expect(decided).toHaveLength(2 + 3 * 3);
+    const one = await scripted.floodgateDecide(2, ...pages("r4"), `1:${MODE.DECIDE}:${T0}`, "3:2:60000:2:1", "user:u1");
+    expect(readable(one)).toEqual([T0, 1, 1, (window + 1) * 60_000, -1]);
+    const reserved = await scripted.floodgateDecide(2, ...pages("r5"), `1:${MODE.RESERVE}:${T0}`, "3:2:60000:2:1", "user:u1");
+    expect(readable(reserved)).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, `${window}:1:0:60000//2`]);
   });
 
   it("stores a bucket as one field of its epoch's page, its state as doubles, the page expiring when it is current again", async () => {
@@ -147,6 +162,17 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     expect(await pageFields(redis, pageAt(T0))).toEqual({ "user:u1": `${window}:2:0:60000` });
     expect(await redis.hexists(otherPageAt(T0), "user:u1")).toBe(0);
     expect((await check([fixedWindow])).allowed).toBe(false);
+  });
+
+  it("reads a sliding window counter's state written as decimal text of 40 characters, the length its doubles take, as text", async () => {
+    const window = Math.floor(T0 / 60_000);
+    const counter: BucketRef = { ruleId: "r2", key: "user:u1", params: { algorithm: "SLIDING_WINDOW_COUNTER", limit: 200_000_000_000, windowMs: 60_000, capacity: 200_000_000_000, action: "REJECT" } };
+    // window:previous:current:next:window_ms
+    const state = `${window}:0:100000000000:1000000000:60000`;
+    expect(state).toHaveLength(40);
+    await redis.hset(`${prefix}{r2:0}:${Math.floor(T0 / (3 * 60_000)) % 2 === 0 ? "a" : "b"}`, "user:u1", state);
+    // A dry run answers as if admitted: its own unit counted too.
+    expect((await check([counter], 1, true)).outcomes[0]!.remaining).toBe(200_000_000_000 - 100_000_000_000 - 1_000_000_000 - 1);
   });
 
   it("keeps a SLIDING_WINDOW_LOG bucket as a list of release times that expires a window after the last", async () => {
@@ -211,26 +237,31 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     const instantNow = Date.parse("2026-03-29T21:59:00Z"); // the instance: a minute before Berlin's midnight
     const boundaries = calendarBoundaries(instantNow, calendar);
     const spec = `3:2:${LONGEST_PERIOD_MS.DAY}:2:1:C:${calendarMarker(calendar)}:${boundaries.join(",")}`;
-    const decideAt = (now: number) =>
-      scripted.floodgateDecide(...decideArgs(layout, { buckets: [daily], cost: 1, dryRun: false }, [0], MODE.DECIDE, instantNow).map((arg, i) => (i === 3 ? now : arg)) as ScriptArgs);
+    /** The call the instance makes at instantNow, Redis's clock pinned at `now` (the head carries it). */
+    const decideAt = async (now: number) =>
+      readable(
+        await scripted.floodgateDecide(
+          ...(decideArgs(layout, { buckets: [daily], cost: 1, dryRun: false }, [0], MODE.DECIDE, instantNow).map((arg, i) => (i === 3 ? `1:${MODE.DECIDE}:${now}` : arg)) as ScriptArgs),
+        ),
+      );
 
     it("sends the calendar's marker and six period boundaries in the spec, the instance's now in the third period", () => {
       const args = decideArgs(layout, { buckets: [daily], cost: 1, dryRun: false }, [0], MODE.DECIDE, instantNow);
-      expect(args.slice(3)).toEqual([instantNow, 1, MODE.DECIDE, 1, spec, "user:u1"]);
+      expect(args.slice(3)).toEqual([`1:${MODE.DECIDE}:${instantNow}`, spec, "user:u1"]);
       expect(boundaries[2]! <= instantNow && instantNow < boundaries[3]!).toBe(true);
     });
 
     it("takes the period holding Redis's now: a store clock past the boundary counts in the next day, the period's start its index", async () => {
       const midnight = boundaries[3]!;
-      expect(await decideAt(midnight - 1)).toEqual([midnight - 1, 1, 1, 1, midnight, -1, 0]);
+      expect(await decideAt(midnight - 1)).toEqual([midnight - 1, 1, 1, midnight, -1]);
       // Redis's clock a few seconds ahead of the instance's: already the next day, which began at `midnight` and ends 24 hours later.
-      expect(await decideAt(midnight + 5_000)).toEqual([midnight + 5_000, 1, 1, 1, boundaries[4]!, -1, 0]);
+      expect(await decideAt(midnight + 5_000)).toEqual([midnight + 5_000, 1, 1, boundaries[4]!, -1]);
       const [field] = Object.values(await pageFields(redis, pageAt(midnight + 5_000, 2 * LONGEST_PERIOD_MS.DAY)));
       expect(field).toBe(`${midnight}:1:0:${calendarMarker(calendar)}`);
     });
 
     it("takes the period before when Redis's clock is behind the instance's across the boundary", async () => {
-      expect(await decideAt(boundaries[2]! - 1)).toEqual([boundaries[2]! - 1, 1, 1, 1, boundaries[2]!, -1, 0]);
+      expect(await decideAt(boundaries[2]! - 1)).toEqual([boundaries[2]! - 1, 1, 1, boundaries[2]!, -1]);
     });
 
     it("fails rather than guess when no period it was sent holds its now", async () => {
@@ -248,8 +279,8 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
 
   describe("reserve and release (a request whose rules span Redis Cluster slots)", () => {
     const window = Math.floor(T0 / 60_000);
-    const run = (call: CounterCall, mode: Mode, ...receipts: string[]) =>
-      scripted.floodgateDecide(...([...decideArgs(layout, call, call.buckets.map((_, i) => i), mode, clock.now()), ...receipts] as ScriptArgs));
+    const run = async (call: CounterCall, mode: Mode, ...receipts: string[]) =>
+      readable(await scripted.floodgateDecide(...([...decideArgs(layout, call, call.buckets.map((_, i) => i), mode, clock.now()), ...receipts] as ScriptArgs)));
     const one = (bucket: BucketRef, cost = 1): CounterCall => ({ buckets: [bucket], cost, dryRun: false });
     const receiptOf = async (call: CounterCall) => String((await run(call, MODE.RESERVE)).at(-1));
 
@@ -367,13 +398,13 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       key = `${prefix}{r3:0}:c:user:u1`;
     });
     const hold = (lease: string, buckets: BucketRef[] = [leases], dryRun = false) => store.decide([{ buckets, cost: 1, dryRun, lease }]).then((r) => r[0]!);
-    const run = (call: CounterCall, mode: Mode, ...receipts: string[]) =>
-      scripted.floodgateDecide(...([...decideArgs(layout, call, call.buckets.map((_, i) => i), mode, clock.now()), ...receipts] as ScriptArgs));
+    const run = async (call: CounterCall, mode: Mode, ...receipts: string[]) =>
+      readable(await scripted.floodgateDecide(...([...decideArgs(layout, call, call.buckets.map((_, i) => i), mode, clock.now()), ...receipts] as ScriptArgs)));
 
     it("keeps a bucket's leases as a sorted set scored by expiry, in the hash-tag slot of the rule's page, expiring with the window", async () => {
-      const reply = await scripted.floodgateDecide(1, key, T0, 5, "0", 1, "6:2:30000:2:1", "lease-a");
+      const reply = await scripted.floodgateDecide(1, key, `5:${MODE.DECIDE}:${T0}`, "6:2:30000:2:1", "lease-a");
       // One slot whatever the cost: remaining 1; resetAt, when a slot more frees itself, is this lease's expiry.
-      expect(reply).toEqual([T0, 1, 1, 1, T0 + 30_000, -1, 0]);
+      expect(readable(reply)).toEqual([T0, 1, 1, T0 + 30_000, -1]);
       expect(await redis.keys(`${prefix}*`)).toEqual([key]);
       expect(await redis.zrange(key, 0, -1, "WITHSCORES")).toEqual(["lease-a", String(T0 + 30_000)]);
       expect(await redis.pttl(key)).toBeGreaterThan(29_000);

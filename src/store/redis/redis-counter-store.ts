@@ -34,7 +34,7 @@ import type { LeasedBucket } from "../../domain/lease.js";
 import { decideAllOrThrow, type BucketRef, type CallFailure, type Clock, type CounterCall, type CounterReply, type ShardedCounterStore, type Unsubscribe } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
 import { MODE, RELEASE_OUTCOMES, type Mode } from "./script-codes.js";
-import { decideArgs, decideInPipeline, registerScripts, specOf, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
+import { decideArgs, decideInPipeline, decisionNumbers, registerScripts, specOf, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
 
 export interface RedisCounterStoreOptions {
   layout: KeyLayout;
@@ -195,7 +195,7 @@ export class RedisCounterStore implements ShardedCounterStore {
     const settled = await this.send(commands, NO_DEADLINE);
     const failed = settled.find((s): s is Extract<Settled, { error: unknown }> => "error" in s);
     if (failed) throw failed.error;
-    return settled.some((s) => "reply" in s && s.reply.slice(1).includes(RELEASE_OUTCOMES.RESTORED));
+    return settled.some((s) => "reply" in s && Array.isArray(s.reply) && s.reply.slice(1).includes(RELEASE_OUTCOMES.RESTORED));
   }
 
   async reset(ruleId: string, key: string): Promise<boolean> {
@@ -333,21 +333,27 @@ class Deadline {
 /** A deadline that never comes, for releases of reservations that answered late (nobody is waiting for them). */
 const NO_DEADLINE = new Deadline(Number.POSITIVE_INFINITY);
 
-/** A decide reply: now, allowed, then 5 integers per rule. */
+/**
+ * A decision's reply: now, allowed, then per rule remaining, reset and its
+ * outcome, which is the wait before a retry (>= 0) when the rule refused,
+ * and -1 - the delay when it conformed.
+ */
 function parseDecision(reply: ScriptReply): CounterReply {
-  const at = (i: number) => reply[i] as number;
+  if (Array.isArray(reply)) throw new Error("decide.lua answered a decision with an array");
+  const numbers = decisionNumbers(reply);
   const outcomes: BucketOutcome[] = [];
-  for (let i = 2; i < reply.length; i += 5) {
-    const retryAfter = at(i + 3);
+  for (let i = 2; i + 2 < numbers.length; i += 3) {
+    const outcome = numbers[i + 2]!;
+    const conforming = outcome < 0;
     outcomes.push({
-      conforming: at(i) === 1,
-      remaining: at(i + 1),
-      resetAtMs: at(i + 2),
-      retryAfterMs: retryAfter < 0 ? null : retryAfter,
-      delayMs: at(i + 4),
+      conforming,
+      remaining: numbers[i]!,
+      resetAtMs: numbers[i + 1]!,
+      retryAfterMs: conforming ? null : outcome,
+      delayMs: conforming ? -1 - outcome : 0,
     });
   }
-  return { nowMs: at(0), allowed: at(1) === 1, outcomes };
+  return { nowMs: numbers[0]!, allowed: numbers[1] === 1, outcomes };
 }
 
 /** What a reserve reply says the slot took, or null when it took nothing. */
@@ -358,6 +364,7 @@ function reservationOf(call: CounterCall, part: Part, reply: ScriptReply): Reser
 
 /** A reserve reply: now, allowed in the slot, 7 integers per rule, then a receipt per rule. */
 function parseReservation(reply: ScriptReply, count: number): { nowMs: number; verdicts: Verdict[]; receipts: string[] } {
+  if (!Array.isArray(reply)) throw new Error("decide.lua answered a reservation with a string");
   const at = (i: number) => reply[i] as number;
   const verdicts: Verdict[] = [];
   for (let r = 0; r < count; r++) {

@@ -101,13 +101,15 @@ function specText(params: LimitParams, calendarPart: string): string {
 
 /**
  * decide.lua's arguments for some of a call's buckets (by their index in the
- * call); `nowMs` null lets the script read Redis TIME. A release appends the
- * receipts after these. A CONCURRENCY bucket's second value is the call's
- * lease, the name of the slot it takes, where the others give their field.
+ * call): the keys, then the head ("<cost>:<mode>", and ":<now>" when
+ * `nowMs` pins the clock; null lets the script read Redis TIME), then each
+ * bucket's spec and field. A release appends the receipts after these. A
+ * CONCURRENCY bucket's second value is the call's lease, the name of the
+ * slot it takes, where the others give their field.
  */
 export function decideArgs(layout: KeyLayout, call: CounterCall, buckets: readonly number[], mode: Mode, nowMs: number | null): ScriptArgs {
   const keys: string[] = [];
-  const args: (string | number)[] = [nowMs ?? "", call.cost, mode, buckets.length];
+  const args: (string | number)[] = [nowMs === null ? `${call.cost}:${mode}` : `${call.cost}:${mode}:${nowMs}`];
   for (const i of buckets) {
     const bucket = call.buckets[i]!;
     const field = layout.field(bucket.key);
@@ -117,9 +119,25 @@ export function decideArgs(layout: KeyLayout, call: CounterCall, buckets: readon
   return [keys.length, ...keys, ...args];
 }
 
+/**
+ * What decide.lua replies: a decision's numbers packed into one string (see
+ * decisionNumbers), or the array of a reservation (integers, then receipts)
+ * or of a release (integers). ioredis hands strings over as Buffers, since
+ * the packed numbers are no text.
+ */
+export type ScriptReply = Buffer | (number | Buffer)[];
 
-/** Integers, and in reserve replies the receipts (strings). */
-export type ScriptReply = (number | string)[];
+/** A decision's reply as numbers: now, allowed, then remaining, reset and outcome per rule (decide.lua's "Reply"). */
+export function decisionNumbers(reply: Buffer): number[] {
+  const numbers: number[] = [];
+  for (let at = 0; at + 8 <= reply.length; at += 8) numbers.push(reply.readDoubleLE(at));
+  return numbers;
+}
+
+/** ioredis gives every command a twin answering Buffers, which its typings leave out for FCALL. */
+interface BufferFcall {
+  fcallBuffer(name: string, numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+}
 
 export interface FloodgateCommands {
   floodgateDecide(...args: ScriptArgs): Promise<ScriptReply>;
@@ -146,7 +164,7 @@ export function registerScripts(client: Redis | Cluster, library: FloodgateLibra
   const withLibrary = <T>(send: () => Promise<T>): Promise<T> => send().catch((error: unknown) => (isMissingFunction(error) ? loader.load().then(send) : Promise.reject(error)));
   Object.assign(client, {
     floodgateLibrary: library,
-    floodgateDecide: (...args: ScriptArgs) => withLibrary(() => client.fcall(library.decide, ...(args as [number, ...(string | number)[]])) as Promise<ScriptReply>),
+    floodgateDecide: (...args: ScriptArgs) => withLibrary(() => (client as unknown as BufferFcall).fcallBuffer(library.decide, ...args) as Promise<ScriptReply>),
     floodgateReset: (pageA: string, pageB: string, log: string, leases: string, field: string) =>
       withLibrary(() => client.fcall(library.reset, 4, pageA, pageB, log, leases, field) as Promise<number>),
     floodgateState: (pageA: string, pageB: string, now: number | "", spec: string, field: string) =>
@@ -163,7 +181,7 @@ export function registerScripts(client: Redis | Cluster, library: FloodgateLibra
  * once the library is loaded.
  */
 export function decideInPipeline(client: ScriptedRedis, pipeline: ChainableCommander, args: ScriptArgs): (result: [Error | null, unknown]) => Promise<ScriptReply> {
-  void pipeline.fcall(client.floodgateLibrary.decide, ...(args as [number, ...(string | number)[]]));
+  void (pipeline as unknown as BufferFcall).fcallBuffer(client.floodgateLibrary.decide, ...args);
   return ([error, reply]) => {
     if (error === null) return Promise.resolve(reply as ScriptReply);
     return isMissingFunction(error) ? client.floodgateDecide(...args) : Promise.reject(error);
