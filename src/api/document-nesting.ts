@@ -8,22 +8,27 @@
 import { GraphQLError } from "graphql";
 import { MAX_DOCUMENT_NESTING } from "../domain/service-limits.js";
 
-const OPENING = new Set(["{", "[", "("]);
-const CLOSING = new Set(["}", "]", ")"]);
-
-/** Whether the document nests its brackets deeper than `max`. */
+/** Whether the document nests its brackets deeper than `max`. Read by character codes: every check's document passes here. */
 export function nestsDeeperThan(text: string, max: number): boolean {
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
-    const char = text[i]!;
-    if (OPENING.has(char)) {
-      if (++depth > max) return true;
-    } else if (CLOSING.has(char)) {
-      depth = Math.max(0, depth - 1);
-    } else if (char === "#") {
-      while (i < text.length && text[i] !== "\n" && text[i] !== "\r") i++;
-    } else if (char === '"') {
-      i = text.startsWith('"""', i) ? endOfBlockString(text, i + 3) : endOfString(text, i + 1);
+    switch (text.charCodeAt(i)) {
+      case 0x7b: // {
+      case 0x5b: // [
+      case 0x28: // (
+        if (++depth > max) return true;
+        break;
+      case 0x7d: // }
+      case 0x5d: // ]
+      case 0x29: // )
+        depth = Math.max(0, depth - 1);
+        break;
+      case 0x23: // #, a comment to the end of its line
+        while (i < text.length && text[i] !== "\n" && text[i] !== "\r") i++;
+        break;
+      case 0x22: // ", a string or a block string
+        i = text.startsWith('"""', i) ? endOfBlockString(text, i + 3) : endOfString(text, i + 1);
+        break;
     }
   }
   return false;
