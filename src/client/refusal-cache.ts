@@ -62,7 +62,8 @@ export class RefusalCache {
 
   /** The remembered refusal of this check, as it stands at nowMs; null when there is none. */
   refusal(request: CheckLimitsInput, nowMs: number): FloodgateDecision | null {
-    if (!this.live) return null;
+    // Empty, as while nothing is refused: no key to build (a tenth of a check's CPU in the client).
+    if (!this.live || this.entries.size === 0) return null;
     const key = keyOf(request);
     const entry = this.entries.get(key);
     if (entry === undefined) return null;
