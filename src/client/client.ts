@@ -4,7 +4,13 @@
  * Network batching. Concurrent checks are gathered into one checkLimitsBatch
  * request per tenant: a batch closes when it holds batch.maxSize checks, or
  * when the event loop turns (batch.maxWaitMs 0, the default), or maxWaitMs
- * after its first check. At most batch.parallel requests (2 by default) are
+ * after its first check. With maxWaitMs 0, the checks the callers of an
+ * answered request make as soon as they have their answers close their
+ * batch at once, once those callers have run: they can only have been made
+ * in answer to it, and waiting for the loop to turn held them behind every
+ * other event of the turn, in a client with two requests in flight the
+ * other request's answer, whose callers then joined them, so that the two
+ * requests went out and came back together, in lock step. At most batch.parallel requests (2 by default) are
  * meant to be in flight: a batch that closes holding at least twice MIN_PART
  * checks goes out split into as many requests as are free to go (parallel
  * less those in flight), and whole when none is, never waiting for one.
@@ -320,6 +326,19 @@ export class FloodgateClient {
     if (batch.checks.length >= this.maxSize) void this.flush(batch);
   }
 
+  /**
+   * Sends, once the callers just answered have run, the batches they opened
+   * (see the header): the microtask queued here runs after theirs, which the
+   * answers' resolutions queued before it. A batch waiting for maxWaitMs
+   * keeps waiting.
+   */
+  private flushAnswered(): void {
+    if (this.maxWaitMs > 0) return;
+    queueMicrotask(() => {
+      for (const open of [...this.open.values()]) void this.flush(open);
+    });
+  }
+
   /** Closes a batch and sends it, split by caller into as many parts of MIN_PART checks or more as requests are free to go (see the header). */
   private flush(batch: Batch): Promise<void> {
     if (this.open.get(batch.tenantId) === batch) this.open.delete(batch.tenantId);
@@ -367,6 +386,7 @@ export class FloodgateClient {
         this.cache?.learn(check.request, decision, sentAtMs, mark);
         check.resolve(decision);
       }
+      this.flushAnswered();
       // The dry runs got no answer, or a rule changed again before them: the decision's rule cannot be told.
       if (unresolved.length > 0) this.byFailureMode(unresolved, outage ?? "serverErrors");
       return;

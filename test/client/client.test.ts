@@ -115,6 +115,38 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       expect(client.stats()).toMatchObject({ batches: 5, decisions: { network: 96 } });
     });
 
+    it("sends the checks the callers of an answer make at once, not when the event loop turns: requests in flight stay staggered", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 10);
+      // Each answer comes back whole, then the loop's next turn is marked: a check sent only when the loop turns comes after the mark.
+      const seen: string[] = [];
+      const markingFetch: FetchFunction = async (input, init) => {
+        seen.push(`request of ${(JSON.parse(init.body) as { variables: { requests: unknown[] } }).variables.requests.length}`);
+        const answer = await fetch(input, init);
+        const text = await answer.text();
+        setImmediate(() => seen.push("turn"));
+        return { status: answer.status, text: async () => text };
+      };
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false, fetch: markingFetch }));
+      await Promise.all(
+        ["u1", "u2", "u3"].map(async (userId) => {
+          await client.check({ tenantId, userId });
+          await client.check({ tenantId, userId });
+        }),
+      );
+      expect(seen.slice(0, 2)).toEqual(["request of 3", "request of 3"]);
+      // With batch.maxWaitMs the batch waits as it was asked to.
+      const waiting = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false, fetch: markingFetch, batch: { maxWaitMs: 5 } }));
+      seen.length = 0;
+      await Promise.all(
+        ["u1", "u2", "u3"].map(async (userId) => {
+          await waiting.check({ tenantId, userId });
+          await waiting.check({ tenantId, userId });
+        }),
+      );
+      expect(seen.slice(0, 3)).toEqual(["request of 3", "turn", "request of 3"]);
+    });
+
     it("keeps a batch of fewer than 16 checks, or of one caller's, to one request", async () => {
       const tenantId = newTenant();
       const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false }));
