@@ -192,6 +192,8 @@ describe.runIf((await chromiumAvailable()) && (await realStorageAvailable()))("t
     await page.getByRole("button", { name: "Save changes" }).click();
     await page.getByRole("heading", { name: /orders.*version 2/ }).waitFor();
     const change = page.locator(".history li", { hasText: "Version 2" });
+    // The history is fetched after the saved rule shows: wait for its change to be drawn.
+    await change.locator(".diff tbody tr").first().waitFor();
     expect(await change.locator(".diff tbody tr").allTextContents()).toEqual(["limit510"]);
 
     await page.getByRole("button", { name: "Roll back to version 1" }).click();
