@@ -10,7 +10,8 @@
  * in answer to it, and waiting for the loop to turn held them behind every
  * other event of the turn, in a client with two requests in flight the
  * other request's answer, whose callers then joined them, so that the two
- * requests went out and came back together, in lock step. At most batch.parallel requests (2 by default) are
+ * requests went out and came back together, in lock step.
+ * At most batch.parallel requests (2 by default) are
  * meant to be in flight: a batch that closes holding at least twice MIN_PART
  * checks goes out split into as many requests as are free to go (parallel
  * less those in flight), and whole when none is, never waiting for one.
