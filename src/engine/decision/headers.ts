@@ -80,10 +80,16 @@ export function rateLimitHeaders({ allowed, retryAfter, deciding, policies, limi
  * time, and a bucket is named again and again (by both fields of a response,
  * and by every check of its caller): hashing it each time was about a
  * twelfth of a check's CPU in the server under the client's load. 32,768
- * keys (about 3 MB) hold the buckets of the last few seconds of a busy
- * instance; one forgotten is hashed again.
+ * keys hold the buckets of the last few seconds of a busy instance, within
+ * 8 MiB however long a caller makes its keys (a path, attributes: up to
+ * LENGTHS.bucketKey characters); one forgotten is hashed again.
  */
-const partitionKeys = new LruCache<string, string>({ maxEntries: 32_768 });
+const partitionKeys = new LruCache<string, string>({
+  maxEntries: 32_768,
+  maxWeight: 8 * 1024 * 1024,
+  // Two bytes a character for both texts (V8 keeps a text one byte a character only while it can), and the entry's own.
+  weigh: (key, partition) => 2 * (key.length + partition.length) + 200,
+});
 
 /** An sf-binary (RFC 9651 §3.3.5) naming the bucket's partition without showing its key. */
 export function partitionKey(key: string): string {

@@ -39,8 +39,10 @@
  * time this instance has seen pass since it sent the call, so an instance's
  * clock minutes away from Redis's changes nothing it reports.
  *
- * Memory is bounded: at most maxEntries buckets, the least recently used
- * going first when a new one needs room (a bucket still being hammered stays,
+ * Memory is bounded: at most maxEntries buckets, and at most ENTRY_BUDGET
+ * bytes per entry it may hold on average (a bucket key may be thousands of
+ * characters long: a path, attributes), the least recently used going first
+ * when a new one needs room (a bucket still being hammered stays,
  * one nobody asks about any more goes), and expired entries dropped when met.
  * Eviction is O(1) however many entries came and went (see LruCache: a Map
  * evicted through keys().next() slows down as deletions pile up).
@@ -75,11 +77,17 @@ export interface CachedRefusal {
   resetInMs: number;
 }
 
+/** What one entry holds beside its key's text (the entry, its node in the LRU list, the Map's slot), estimated. */
+const ENTRY_BYTES = 200;
+/** The bytes the cache holds at most, per entry it may keep: a short key's entry takes about 300. */
+const ENTRY_BUDGET = 512;
+
 export class OverLimitCache {
   private readonly entries: LruCache<string, Entry>;
 
   constructor(maxEntries: number) {
-    this.entries = new LruCache({ maxEntries });
+    // Two bytes a character: V8 keeps a text one byte a character only while it can.
+    this.entries = new LruCache({ maxEntries, maxWeight: maxEntries * ENTRY_BUDGET, weigh: (id) => 2 * id.length + ENTRY_BYTES });
   }
 
   /**

@@ -292,6 +292,16 @@ describe("OverLimitCache", () => {
     for (let i = 49_000; i < 50_000; i++) expect(cache.refusal(bucket(i), 1, 0) !== null).toBe(i % 3 !== 2);
   });
 
+  it("holds at most 512 bytes an entry on average however long the keys, keeping the most recent", () => {
+    const cache = new OverLimitCache(100);
+    // Keys of 8,000 characters (an endpoint's path, say): about 16 KB each, three fit in 100 x 512 bytes.
+    const bucket = (i: number) => ({ ruleId: "r", key: `endpoint:GET /${"x".repeat(8_000)}/${i}`, params });
+    for (let i = 0; i < 100; i++) cache.remember(bucket(i), 1, refusal, 0, 0);
+    expect(cache.size).toBe(3);
+    expect(cache.refusal(bucket(99), 1, 0)).not.toBeNull();
+    expect(cache.refusal(bucket(96), 1, 0)).toBeNull();
+  });
+
   it("keeps nothing for conforming outcomes", () => {
     const cache = new OverLimitCache(2);
     cache.remember({ ruleId: "r", key: "a", params }, 1, { ...refusal, conforming: true, retryAfterMs: null }, 0, 0);
