@@ -206,7 +206,8 @@ BENCHMARKS.md "decide.lua"); a check's Redis time is mostly its redis.calls,
 its KEYS and ARGV, its states' struct.pack and unpack and this interpreter.
 So the hot path calls few functions: floor(a / b) is (a - a % b) / b, the
 same number below 2^53 without a call; the default algorithm's common case
-(evaluate_sliding_window_counter) is decided without calls of helpers; the
+(evaluate_sliding_window_counter) calls no helper but to read its bucket and
+to compute its usage (both figures in one call); the
 mode's flags are read with arithmetic rather than bit.band. It allocates
 little: each rule's record (its verdict written into it) and the reply's
 numbers are tables kept from call to call, and there are no closures. A
@@ -599,10 +600,11 @@ local function evaluate_sliding_window_counter(r, spec, page_a, page_b, now, cos
   end
   local outcome = -1
   local throttle = spec.action == ACTION_THROTTLE
+  local behind_queue = throttle and next > 0
   if cost > limit then
     outcome = window_ms
-  elseif carried > limit - cost - current or now < start or (throttle and next > 0) then
-    local wait, in_this_window = sliding_window_counter_wait(previous, current, next, window, elapsed, weight, window_ms, limit, cost, throttle and next > 0, now)
+  elseif carried > limit - cost - current or now < start or behind_queue then
+    local wait, in_this_window = sliding_window_counter_wait(previous, current, next, window, elapsed, weight, window_ms, limit, cost, behind_queue, now)
     if not throttle then
       if wait > 0 then outcome = wait end
     elseif wait > window_ms then
