@@ -50,6 +50,15 @@ await describeOnEachStorage("overrides", (suite) => {
     expect(others[0]!.results).toEqual([{ key: "attr.customer:free-co", limit: 2, override: null }]);
   });
 
+  it("tells when a token bucket under an override has its next unit at the override's rate, not the rule's", async () => {
+    const tenantId = newTenant();
+    const rule = await createRule(suite.client, { tenantId, name: "tb", attributeKeys: ["customer"], algorithm: "TOKEN_BUCKET", limit: 100, window: 1, windowUnit: "HOURS" });
+    await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "slow-co", limit: 2 });
+    const decision = await decide({ tenantId, attributes: [{ key: "customer", value: "slow-co" }] });
+    // One of two tokens left, refilled at 2 an hour: the next in 1,800 s (the rule's 100 an hour would say 36).
+    expect(header(decision.headers, "RateLimit")).toBe(`"tb";r=1;t=1800;pk=${partitionKey("attr.customer:slow-co")}`);
+  });
+
   it("matches globs and CIDR blocks, the most specific first, and an exact identifier before either", async () => {
     const tenantId = newTenant();
     const rule = await createRule(suite.client, { tenantId, name: "per user and ip", scope: ["USER", "IP"], limit: 1, window: 1, windowUnit: "HOURS" });

@@ -68,6 +68,8 @@ interface Applicable {
 interface Ranked extends Rankable {
   result: RuleResult;
   compiled: CompiledRule;
+  /** The bucket's own: its rule's, or its override's. */
+  params: LimitParams;
   /** How long from the decision until the bucket is whole again, on one clock. */
   resetInMs: number;
 }
@@ -355,6 +357,7 @@ export class Limiter {
       const { outcome, consulted, readAtMs, resetInMs } = readings[i]!;
       return {
         compiled,
+        params,
         resetInMs,
         retryAfterMs: outcome.retryAfterMs,
         result: {
@@ -450,13 +453,14 @@ function cachedReading(refusal: CachedRefusal | null, capacity: number, nowMs: n
 /**
  * A read rule's RateLimit item: a refusing rule's t is how long until this
  * request would conform, an admitting one's how long until it has one unit
- * more (see moreQuotaInMs), none when its bucket is whole (see headers.ts).
+ * more (see moreQuotaInMs, at the bucket's own rate: an override's where one
+ * applies), none when its bucket is whole (see headers.ts).
  */
-function serviceLimit({ compiled, result, resetInMs }: Ranked): ServiceLimit {
+function serviceLimit({ compiled, params, result, resetInMs }: Ranked): ServiceLimit {
   let resetSeconds: number | null;
   if (!result.allowed && result.retryAfter !== null) resetSeconds = result.retryAfter;
   else if (result.remaining >= result.limit) resetSeconds = null;
-  else resetSeconds = secondsUntil(moreQuotaInMs(compiled.params, result.remaining, resetInMs), 0);
+  else resetSeconds = secondsUntil(moreQuotaInMs(params, result.remaining, resetInMs), 0);
   return { compiled, key: result.key, remaining: result.remaining, resetSeconds };
 }
 
