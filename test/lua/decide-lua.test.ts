@@ -105,6 +105,53 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     expect(readable(reserved)).toEqual([T0, 1, 1, 1, (window + 1) * 60_000, -1, 0, 2, T0, `${window}:1:0:60000//2`]);
   });
 
+  describe("decide_each", () => {
+    const pages = (rule: string) => [`${prefix}{${rule}:0}:a`, `${prefix}{${rule}:0}:b`];
+    const log = (rule: string) => `${prefix}{${rule}:0}:log`;
+    /** Calls of rules named after `run` (each run its own buckets): three rules, two rules with a log, one rule, and the first again over its limit. */
+    const calls = (run: string, head = (cost: number) => `${cost}:${MODE.DECIDE}:${T0}`): ScriptArgs[] => [
+      [6, ...pages(`${run}1`), ...pages(`${run}2`), ...pages(`${run}3`), head(1), "3:2:60000:2:1", "user:u1", "2:5:60000:5:2", "user:u1", "1:3:60000:3:1", "user:u1"],
+      [3, ...pages(`${run}4`), log(`${run}5`), head(2), "5:4:60000:6:1", "user:u1", "4:2:60000:2:1", "user:u1"],
+      [2, ...pages(`${run}1`), head(1), "3:2:60000:2:1", "user:u1"],
+      [2, ...pages(`${run}1`), head(1), "3:2:60000:2:1", "user:u1"],
+    ];
+
+    it("replies, in order, what decide replies to each call made in turn", async () => {
+      const together = await scripted.floodgateDecideEach(calls("e"));
+      const alone: ScriptReply[] = [];
+      for (const call of calls("s")) alone.push(await scripted.floodgateDecide(...call));
+      expect(together.map((reply) => readable(reply as Buffer))).toEqual(alone.map(readable));
+      // The third call took the first rule's last unit; the fourth was refused.
+      expect(together.map((reply) => readable(reply as Buffer)[1])).toEqual([1, 1, 1, 0]);
+    });
+
+    it("fails a call alone, its error in its place, and decides the others", async () => {
+      await redis.set(log("x5"), "not a list");
+      const replies = await scripted.floodgateDecideEach(calls("x"));
+      expect(replies[1]).toBeInstanceOf(Error);
+      expect((replies[1] as Error).message).toMatch(/WRONGTYPE/);
+      expect([0, 2, 3].map((i) => readable(replies[i] as Buffer)[1])).toEqual([1, 1, 0]);
+      const broken: BucketRef = { ruleId: "x6", key: "user:u1", params: { algorithm: "SLIDING_WINDOW_LOG", limit: 2, windowMs: 60_000, capacity: 2, action: "REJECT" } };
+      await redis.set(layout.scriptKeys(broken, layout.field(broken.key))[0]!, "not a list");
+      const storeCalls = [fixedWindow, broken, fixedWindow].map((bucket) => ({ buckets: [bucket], cost: 1, dryRun: false }));
+      const [first, second, third] = (await store.decideEach(storeCalls, 1_000)).results;
+      expect([first, third]).toMatchObject([{ allowed: true }, { allowed: true }]);
+      expect(second).toHaveProperty("error");
+    });
+
+    it("reads Redis TIME once for the calls that do not pin the clock, and refuses a reservation", async () => {
+      const [a, b, c] = await scripted.floodgateDecideEach([
+        ...calls("t", (cost) => `${cost}:${MODE.DECIDE}`).slice(0, 2),
+        [2, ...pages("t9"), `1:${MODE.RESERVE}:${T0}`, "3:2:60000:2:1", "user:u1"],
+      ]);
+      expect(readable(a as Buffer)[0]).toBe(readable(b as Buffer)[0]);
+      expect(Math.abs(readable(a as Buffer)[0] as number) - Date.now()).toBeLessThan(60_000);
+      expect(c).toBeInstanceOf(Error);
+      expect((c as Error).message).toMatch(/decisions and dry runs only/);
+      expect(await redis.exists(...pages("t9"))).toBe(0);
+    });
+  });
+
   it("stores a bucket as one field of its epoch's page, its state as doubles, the page expiring when it is current again", async () => {
     await check([fixedWindow]);
     const page = pageAt(T0);

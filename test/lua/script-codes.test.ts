@@ -49,10 +49,10 @@ function codeOf(lua: string): string {
 describe("decide.lua's codes", () => {
   it("loads decide.lua behind a prelude holding every shared code at its TypeScript value, then reset.lua, merge.lua and the registrations", () => {
     const registered = registeredDecide();
-    const { name, decide, reset, state, merge } = floodgateLibrary();
+    const { name, decide, decideEach, reset, state, merge } = floodgateLibrary();
     expect(registered).toBe(
       `#!lua name=${name}\n${luaPrelude()}${DECIDE_LUA}\n${RESET_LUA}\n${MERGE_LUA}\n` +
-        `redis.register_function('${decide}', decide)\nredis.register_function('${reset}', reset)\n` +
+        `redis.register_function('${decide}', decide)\nredis.register_function('${decideEach}', decide_each)\nredis.register_function('${reset}', reset)\n` +
         `redis.register_function('${state}', state)\nredis.register_function('${merge}', merge)\n`,
     );
     for (const [name, value] of EXPECTED) expect(registered).toContain(`local ${name} = ${value} `);

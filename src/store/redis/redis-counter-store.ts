@@ -124,7 +124,7 @@ export class RedisCounterStore implements ShardedCounterStore {
         const mode = call.dryRun ? MODE.DRY_RUN : MODE.DECIDE;
         return parts.length === 1 ? [this.command(call, parts[0]!, mode)] : parts.map((part) => this.command(call, part, mode | MODE.RESERVE));
       });
-      const settled = await this.send(first, deadline);
+      const settled = await this.sendDecisions(first, deadline);
       settled.forEach((s, i) => {
         if ("error" in s) failedShards.add(first[i]!.shard);
       });
@@ -272,6 +272,24 @@ export class RedisCounterStore implements ShardedCounterStore {
   private send(commands: readonly Command[], deadline: Deadline): Promise<Settled[]> {
     const answers = this.redis.isCluster || commands.length === 1 ? commands.map(({ args }) => settle(this.redis.floodgateDecide(...args))) : this.pipelined(commands);
     return Promise.all(answers.map((answer) => deadline.race(answer)));
+  }
+
+  /**
+   * The first round of decideEach: on one Redis, where every call is a
+   * decision or a dry run of one part, all in one FCALL of decide_each,
+   * which fails each call alone as separate commands would; on a cluster,
+   * whose calls span slots, as send does.
+   */
+  private sendDecisions(commands: readonly Command[], deadline: Deadline): Promise<Settled[]> {
+    if (this.redis.isCluster || commands.length === 1) return this.send(commands, deadline);
+    const replies = this.redis.floodgateDecideEach(commands.map(({ args }) => args));
+    const replyOf = (i: number) =>
+      replies.then((all) => {
+        const reply = all[i];
+        if (reply instanceof Error) throw reply;
+        return reply ?? Promise.reject(new Error("Redis answered decide_each without every call's reply"));
+      });
+    return Promise.all(commands.map((_, i) => deadline.race(settle(replyOf(i)))));
   }
 
   private pipelined(commands: readonly Command[]): Promise<Settled>[] {

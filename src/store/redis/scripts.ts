@@ -36,6 +36,8 @@ export interface FloodgateLibrary {
   readonly name: string;
   /** The functions' names, for FCALL. */
   readonly decide: string;
+  /** Several decisions in one call (decide.lua's decide_each). */
+  readonly decideEach: string;
   readonly reset: string;
   readonly state: string;
   readonly merge: string;
@@ -58,9 +60,9 @@ export function floodgateLibrary(sources: LibrarySources = { decide: readScript(
   const body = `${luaPrelude()}${sources.decide}\n${sources.reset}\n${sources.merge}`;
   const version = createHash("sha1").update(body).digest("hex").slice(0, 16);
   const name = `floodgate_${version}`;
-  const [decide, reset, state, merge] = ["decide", "reset", "state", "merge"].map((fn) => `floodgate_${fn}_${version}`) as [string, string, string, string];
-  const registrations = Object.entries({ decide, reset, state, merge }).map(([fn, registered]) => `redis.register_function('${registered}', ${fn})\n`);
-  return { text: `#!lua name=${name}\n${body}\n${registrations.join("")}`, name, decide, reset, state, merge };
+  const [decide, decideEach, reset, state, merge] = ["decide", "decide_each", "reset", "state", "merge"].map((fn) => `floodgate_${fn}_${version}`) as [string, string, string, string, string];
+  const registrations = Object.entries({ decide, decide_each: decideEach, reset, state, merge }).map(([fn, registered]) => `redis.register_function('${registered}', ${fn})\n`);
+  return { text: `#!lua name=${name}\n${body}\n${registrations.join("")}`, name, decide, decideEach, reset, state, merge };
 }
 
 /** decide.lua's arguments: the number of keys, the keys, then its args. */
@@ -141,6 +143,8 @@ interface BufferFcall {
 
 export interface FloodgateCommands {
   floodgateDecide(...args: ScriptArgs): Promise<ScriptReply>;
+  /** Decisions and dry runs of one Redis in one FCALL (decide.lua's decide_each): each command's reply, or its error, in order. */
+  floodgateDecideEach(commands: readonly ScriptArgs[]): Promise<(Buffer | Error)[]>;
   floodgateReset(pageA: string, pageB: string, log: string, leases: string, field: string): Promise<number>;
   /** A bucket's own state as text ("" when it has none), and another region's state of it kept as a copy (merge.lua); `now` "" reads Redis TIME. */
   floodgateState(pageA: string, pageB: string, now: number | "", spec: string, field: string): Promise<string>;
@@ -165,6 +169,8 @@ export function registerScripts(client: Redis | Cluster, library: FloodgateLibra
   Object.assign(client, {
     floodgateLibrary: library,
     floodgateDecide: (...args: ScriptArgs) => withLibrary(() => (client as unknown as BufferFcall).fcallBuffer(library.decide, ...args) as Promise<ScriptReply>),
+    floodgateDecideEach: (commands: readonly ScriptArgs[]) =>
+      withLibrary(() => (client as unknown as BufferFcall).fcallBuffer(library.decideEach, ...decideEachArgs(commands)) as Promise<(Buffer | Error)[]>),
     floodgateReset: (pageA: string, pageB: string, log: string, leases: string, field: string) =>
       withLibrary(() => client.fcall(library.reset, 4, pageA, pageB, log, leases, field) as Promise<number>),
     floodgateState: (pageA: string, pageB: string, now: number | "", spec: string, field: string) =>
@@ -173,6 +179,17 @@ export function registerScripts(client: Redis | Cluster, library: FloodgateLibra
       withLibrary(() => client.fcall(library.merge, 2, pageA, pageB, now, spec, field, region, state) as Promise<number>),
   });
   return scripted;
+}
+
+/** decide_each's arguments for these commands: all their keys, then for each its number of keys, its number of args and its args. */
+function decideEachArgs(commands: readonly ScriptArgs[]): ScriptArgs {
+  const keys: (string | number)[] = [];
+  const args: (string | number)[] = [];
+  for (const [keyCount, ...keysAndArgs] of commands) {
+    keys.push(...keysAndArgs.slice(0, keyCount));
+    args.push(keyCount, keysAndArgs.length - keyCount, ...keysAndArgs.slice(keyCount));
+  }
+  return [keys.length, ...keys, ...args];
 }
 
 /**
