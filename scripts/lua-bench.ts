@@ -25,6 +25,8 @@
  * redis-benchmark run, alternating with decide.lua's round after round. Per
  * check: µs of Redis at pipelined saturation (1e6 / calls per second, summed
  * over the three) and Redis's own time (usec_per_call, summed likewise).
+ * Beside them, the same check 16 times in one call of decide_each, as a
+ * batch's checks reach one Redis, divided by 16.
  *
  * Options: --rounds (default 5), --requests (per run, default 200,000).
  */
@@ -44,7 +46,7 @@ import type * as ScriptCodes from "../src/store/redis/script-codes.js";
 import * as Scripts from "../src/store/redis/scripts.js";
 import { startOwnRedis } from "../test/harness/redis-server.js";
 import { baselineCommands } from "./bench/baseline-commands.js";
-import { decideCommand, redisBenchmark, spreadOverUsers } from "./bench/ceiling.js";
+import { decideCommand, decideEachCommand, redisBenchmark, spreadOverUsers } from "./bench/ceiling.js";
 import { caller, ruleSet, TENANT } from "./bench/workload.js";
 import { numberOption } from "../test/harness/number-option.js";
 import { importOldVersion, oldRef } from "../test/harness/old-version.js";
@@ -100,11 +102,14 @@ interface Version {
   command(buckets: readonly BucketRef[]): string[];
 }
 
+/** Checks in one decide_each call for the batch row: the client's mean batch. */
+const CHECKS_EACH = 16;
+
 /** The working tree's library. */
-async function currentVersion(redis: Redis): Promise<Version> {
+async function currentVersion(redis: Redis): Promise<Version & { decideEach: string }> {
   const library = Scripts.floodgateLibrary();
   await Scripts.loadLibrary(redis, library);
-  return { command: (buckets) => decideCommand(LAYOUT, buckets, library.decide) };
+  return { command: (buckets) => decideCommand(LAYOUT, buckets, library.decide), decideEach: library.decideEach };
 }
 
 /**
@@ -177,26 +182,29 @@ async function perCheck(redis: Redis, port: number, commands: string[][]): Promi
 }
 
 /** The goal of issue 13: decide.lua's Redis time for the bench's check no more than rate-limiter-flexible's three scripts'. */
-async function againstBaseline(redis: Redis, port: number, current: Version): Promise<void> {
+async function againstBaseline(redis: Redis, port: number, current: Version & { decideEach: string }): Promise<void> {
   const baseline = await baselineCommands(caller(0), "rlfluabench:");
   const baselineSha = (await redis.script("LOAD", baseline.script)) as string;
-  const checks = { decide: [current.command(benchBuckets())], baseline: baseline.commands(baselineSha) };
-  const runs: Record<keyof typeof checks, PerCheck[]> = { decide: [], baseline: [] };
+  const check = current.command(benchBuckets());
+  const checks = { decide: [check], each: [decideEachCommand(check, CHECKS_EACH, current.decideEach)], baseline: baseline.commands(baselineSha) };
+  const runs: Record<keyof typeof checks, PerCheck[]> = { decide: [], each: [], baseline: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const name of ["decide", "baseline"] as const) runs[name].push(await perCheck(redis, port, checks[name]));
+    for (const name of ["decide", "each", "baseline"] as const) runs[name].push(await perCheck(redis, port, checks[name]));
   }
-  const [decide, rlf] = (["decide", "baseline"] as const).map((name) => ({
-    saturatedUs: median(runs[name].map((r) => r.saturatedUs)),
-    usecPerCall: median(runs[name].map((r) => r.usecPerCall)),
+  const [decide, each, rlf] = (["decide", "each", "baseline"] as const).map((name) => ({
+    saturatedUs: median(runs[name].map((r) => r.saturatedUs)) / (name === "each" ? CHECKS_EACH : 1),
+    usecPerCall: median(runs[name].map((r) => r.usecPerCall)) / (name === "each" ? CHECKS_EACH : 1),
   }));
   const line = (label: string, m: PerCheck) => `  ${label.padEnd(42)} ${m.saturatedUs.toFixed(2).padStart(6)} µs at saturation  ${m.usecPerCall.toFixed(2).padStart(6)} usec_per_call`;
   console.log(`\nthe bench's check (3 rules), µs of Redis per check: decide.lua vs rate-limiter-flexible, same keys, medians`);
   console.log(line("decide.lua (working tree), 1 FCALL", decide!));
+  console.log(line(`decide_each of ${CHECKS_EACH} checks, per check`, each!));
   console.log(line("rate-limiter-flexible, 3 EVALSHA (summed)", rlf!));
   const met = decide!.saturatedUs <= rlf!.saturatedUs && decide!.usecPerCall <= rlf!.usecPerCall;
   console.log(
     `  decide.lua / rate-limiter-flexible: ${(decide!.saturatedUs / rlf!.saturatedUs).toFixed(2)}x at saturation, ${(decide!.usecPerCall / rlf!.usecPerCall).toFixed(2)}x usec_per_call (goal <= 1: ${met ? "met" : "NOT met"})`,
   );
+  console.log(`  decide_each per check / rate-limiter-flexible: ${(each!.saturatedUs / rlf!.saturatedUs).toFixed(2)}x at saturation, ${(each!.usecPerCall / rlf!.usecPerCall).toFixed(2)}x usec_per_call`);
 }
 
 async function main(): Promise<void> {

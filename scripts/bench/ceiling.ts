@@ -41,6 +41,20 @@ export function decideCommand(layout: KeyLayout, buckets: readonly BucketRef[], 
   return ["FCALL", functionName, ...keysAndArgs.map(String)];
 }
 
+/**
+ * decide_each's command for `checks` copies of a check (`decideCommand`'s
+ * arguments after its function name), each copy's first bucket spread over
+ * the users: how a batch's checks reach one Redis.
+ */
+export function decideEachCommand(check: readonly string[], checks: number, functionName: string): string[] {
+  const [keyCount, ...keysAndArgs] = check.slice(2);
+  const count = Number(keyCount);
+  const keys = keysAndArgs.slice(0, count);
+  const args = keysAndArgs.slice(count);
+  const copies = Array.from({ length: checks }, () => [keys, args] as const);
+  return ["FCALL", functionName, String(count * checks), ...copies.flatMap(([k]) => k), ...copies.flatMap(([, a]) => [String(count), String(a.length), ...a])];
+}
+
 /** A user's key ("...:u0") as redis-benchmark's __rand_int__ (-r 10000) spreads it over the bench's 10,000 users. */
 export function spreadOverUsers(key: string): string {
   return key.replace(/\d+$/, "__rand_int__");
