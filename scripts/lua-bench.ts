@@ -46,7 +46,7 @@ import type * as ScriptCodes from "../src/store/redis/script-codes.js";
 import * as Scripts from "../src/store/redis/scripts.js";
 import { startOwnRedis } from "../test/harness/redis-server.js";
 import { baselineCommands } from "./bench/baseline-commands.js";
-import { decideCommand, decideEachCommand, redisBenchmark, spreadOverUsers } from "./bench/ceiling.js";
+import { CHECKS_EACH, decideCommand, decideEachCommand, redisBenchmark, spreadOverUsers } from "./bench/ceiling.js";
 import { caller, ruleSet, TENANT } from "./bench/workload.js";
 import { numberOption } from "../test/harness/number-option.js";
 import { importOldVersion, oldRef } from "../test/harness/old-version.js";
@@ -102,8 +102,6 @@ interface Version {
   command(buckets: readonly BucketRef[]): string[];
 }
 
-/** Checks in one decide_each call for the batch row: the client's mean batch. */
-const CHECKS_EACH = 16;
 
 /** The working tree's library. */
 async function currentVersion(redis: Redis): Promise<Version & { decideEach: string }> {

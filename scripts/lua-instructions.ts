@@ -37,7 +37,7 @@ import { floodgateLibrary, loadLibrary } from "../src/store/redis/scripts.js";
 import { freePort } from "../test/harness/free-port.js";
 import { waitForPort } from "../test/harness/redis-server.js";
 import { baselineCommands } from "./bench/baseline-commands.js";
-import { decideCommand } from "./bench/ceiling.js";
+import { CHECKS_EACH, decideCommand, decideEachCommand } from "./bench/ceiling.js";
 import { caller, ruleSet, TENANT } from "./bench/workload.js";
 
 const MEASURED = 10_000;
@@ -95,11 +95,11 @@ function redisBenchmark(port: number, requests: number, command: readonly string
   execFileSync("redis-benchmark", ["-h", "127.0.0.1", "-p", String(port), "-c", "4", "-P", "16", "-r", "10000", "-n", String(requests), "-q", ...command], { stdio: "ignore" });
 }
 
-/** Instructions per check: each command of a check run MEASURED times after WARM_UP. */
-function perCheck(counted: Counted, commands: readonly string[][]): number {
-  for (const command of commands) redisBenchmark(counted.port, WARM_UP, command);
+/** Instructions per check: each command of a check run for MEASURED checks after WARM_UP, a command carrying `checksPerCommand` checks. */
+function perCheck(counted: Counted, commands: readonly string[][], checksPerCommand = 1): number {
+  for (const command of commands) redisBenchmark(counted.port, WARM_UP / checksPerCommand, command);
   counted.zero();
-  for (const command of commands) redisBenchmark(counted.port, MEASURED, command);
+  for (const command of commands) redisBenchmark(counted.port, MEASURED / checksPerCommand, command);
   return counted.count() / MEASURED;
 }
 
@@ -124,13 +124,16 @@ async function checks(): Promise<void> {
     try {
       await loadLibrary(counted.redis, library);
       const sha = (await counted.redis.script("LOAD", baseline.script)) as string;
-      const decide = perCheck(counted, [decideCommand(new KeyLayout("fginstructions:", 16_384), benchBuckets(), library.decide)]);
+      const check = decideCommand(new KeyLayout("fginstructions:", 16_384), benchBuckets(), library.decide);
+      const decide = perCheck(counted, [check]);
+      const each = perCheck(counted, [decideEachCommand(check, CHECKS_EACH, library.decideEach)], CHECKS_EACH);
       const rlf = perCheck(counted, baseline.commands(sha));
       const line = (label: string, n: number) => console.log(`  ${label.padEnd(44)} ${Math.round(n).toLocaleString("en").padStart(9)}`);
       console.log(`${scope}:`);
       line("decide.lua, 1 FCALL", decide);
+      line(`decide_each of ${CHECKS_EACH} checks, per check`, each);
       line("rate-limiter-flexible, 3 EVALSHA", rlf);
-      console.log(`  decide.lua / rate-limiter-flexible: ${(decide / rlf).toFixed(2)}x`);
+      console.log(`  decide.lua / rate-limiter-flexible: ${(decide / rlf).toFixed(2)}x; decide_each per check: ${(each / rlf).toFixed(2)}x`);
     } finally {
       await counted.stop();
     }

@@ -41,6 +41,9 @@ export function decideCommand(layout: KeyLayout, buckets: readonly BucketRef[], 
   return ["FCALL", functionName, ...keysAndArgs.map(String)];
 }
 
+/** Checks in one decide_each call where the Lua benches measure one: the client's mean batch in the bench. */
+export const CHECKS_EACH = 16;
+
 /**
  * decide_each's command for `checks` copies of a check (`decideCommand`'s
  * arguments after its function name), each copy's first bucket spread over
