@@ -10,7 +10,7 @@ import { calendarBoundaries, calendarMarker, LONGEST_PERIOD_MS } from "../../src
 import type { BucketRef, CounterCall } from "../../src/domain/ports.js";
 import { ALGORITHMS } from "../../src/domain/rule.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
-import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
+import { CHECKS_PER_CALL, RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { MODE, type Mode } from "../../src/store/redis/script-codes.js";
 import { decideArgs, decisionNumbers, registerScripts, type ScriptArgs, type ScriptedRedis, type ScriptReply } from "../../src/store/redis/scripts.js";
 import { ManualClock } from "../support/clock.js";
@@ -137,6 +137,25 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
       const [first, second, third] = (await store.decideEach(storeCalls, 1_000)).results;
       expect([first, third]).toMatchObject([{ allowed: true }, { allowed: true }]);
       expect(second).toHaveProperty("error");
+    });
+
+    it("goes in calls of at most CHECKS_PER_CALL checks, which Redis decides in the batch's order", async () => {
+      const sizes: number[] = [];
+      const decideEach = scripted.floodgateDecideEach;
+      scripted.floodgateDecideEach = (commands) => {
+        sizes.push(commands.length);
+        return decideEach(commands);
+      };
+      try {
+        const bucket: BucketRef = { ...fixedWindow, key: "user:many", params: { ...fixedWindow.params, limit: 100, capacity: 100 } };
+        const calls = Array.from({ length: 2 * CHECKS_PER_CALL + 22 }, () => ({ buckets: [bucket], cost: 1, dryRun: false }));
+        const replies = await store.decide(calls);
+        expect(sizes).toEqual([CHECKS_PER_CALL, CHECKS_PER_CALL, 22]);
+        expect(replies.map((r) => r.allowed)).toEqual(calls.map((_, i) => i < 100));
+        expect(replies.slice(0, 100).map((r) => r.outcomes[0]!.remaining)).toEqual(Array.from({ length: 100 }, (_, i) => 99 - i));
+      } finally {
+        scripted.floodgateDecideEach = decideEach;
+      }
     });
 
     it("reads Redis TIME once for the calls that do not pin the clock, and refuses a reservation", async () => {
