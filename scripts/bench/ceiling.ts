@@ -13,7 +13,7 @@ import type { Redis } from "ioredis";
 import type { BucketRef } from "../../src/domain/ports.js";
 import type { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { MODE } from "../../src/store/redis/script-codes.js";
-import { decideArgs, floodgateLibrary, loadLibrary } from "../../src/store/redis/scripts.js";
+import { decideArgs, decideEachArgs, floodgateLibrary, loadLibrary, type ScriptArgs } from "../../src/store/redis/scripts.js";
 
 const run = promisify(execFile);
 
@@ -51,11 +51,8 @@ export const CHECKS_EACH = 16;
  */
 export function decideEachCommand(check: readonly string[], checks: number, functionName: string): string[] {
   const [keyCount, ...keysAndArgs] = check.slice(2);
-  const count = Number(keyCount);
-  const keys = keysAndArgs.slice(0, count);
-  const args = keysAndArgs.slice(count);
-  const copies = Array.from({ length: checks }, () => [keys, args] as const);
-  return ["FCALL", functionName, String(count * checks), ...copies.flatMap(([k]) => k), ...copies.flatMap(([, a]) => [String(count), String(a.length), ...a])];
+  const args: ScriptArgs = [Number(keyCount), ...keysAndArgs];
+  return ["FCALL", functionName, ...decideEachArgs(Array.from({ length: checks }, () => args)).map(String)];
 }
 
 /** A user's key ("...:u0") as redis-benchmark's __rand_int__ (-r 10000) spreads it over the bench's 10,000 users. */

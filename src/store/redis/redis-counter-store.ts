@@ -34,7 +34,7 @@ import type { LeasedBucket } from "../../domain/lease.js";
 import { decideAllOrThrow, type BucketRef, type CallFailure, type Clock, type CounterCall, type CounterReply, type ShardedCounterStore, type Unsubscribe } from "../../domain/ports.js";
 import type { KeyLayout } from "./key-layout.js";
 import { MODE, RELEASE_OUTCOMES, type Mode } from "./script-codes.js";
-import { decideArgs, decideInPipeline, decisionNumbers, registerScripts, specOf, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
+import { decideArgs, decisionNumbers, registerScripts, specOf, type ScriptArgs, type ScriptReply, type ScriptedRedis } from "./scripts.js";
 
 export interface RedisCounterStoreOptions {
   layout: KeyLayout;
@@ -124,7 +124,7 @@ export class RedisCounterStore implements ShardedCounterStore {
         const mode = call.dryRun ? MODE.DRY_RUN : MODE.DECIDE;
         return parts.length === 1 ? [this.command(call, parts[0]!, mode)] : parts.map((part) => this.command(call, part, mode | MODE.RESERVE));
       });
-      const settled = await this.sendDecisions(first, deadline);
+      const settled = await this.send(first, deadline);
       settled.forEach((s, i) => {
         if ("error" in s) failedShards.add(first[i]!.shard);
       });
@@ -266,22 +266,13 @@ export class RedisCounterStore implements ShardedCounterStore {
    * flight together, so the commands for one node travel back to back on its
    * connection, in one round trip, and each keeps ioredis's own handling of
    * MOVED, ASK and TRYAGAIN (an ioredis cluster pipeline retries those only
-   * when every command in it failed alike). On one Redis they go as one
-   * pipeline.
+   * when every command in it failed alike). On one Redis, where every call
+   * has one part and so every command is a decision or a dry run, several
+   * go in calls of decide_each of up to CHECKS_PER_CALL, which fail each
+   * command alone as separate commands would.
    */
   private send(commands: readonly Command[], deadline: Deadline): Promise<Settled[]> {
-    const answers = this.redis.isCluster || commands.length === 1 ? commands.map(({ args }) => settle(this.redis.floodgateDecide(...args))) : this.pipelined(commands);
-    return Promise.all(answers.map((answer) => deadline.race(answer)));
-  }
-
-  /**
-   * The first round of decideEach: on one Redis, where every call is a
-   * decision or a dry run of one part, in calls of decide_each of up to
-   * CHECKS_PER_CALL, which fail each call alone as separate commands would;
-   * on a cluster, whose calls span slots, as send does.
-   */
-  private sendDecisions(commands: readonly Command[], deadline: Deadline): Promise<Settled[]> {
-    if (this.redis.isCluster || commands.length === 1) return this.send(commands, deadline);
+    if (this.redis.isCluster || commands.length === 1) return Promise.all(commands.map(({ args }) => deadline.race(settle(this.redis.floodgateDecide(...args)))));
     const settled: Promise<Settled>[] = [];
     for (let from = 0; from < commands.length; from += CHECKS_PER_CALL) {
       const chunk = commands.slice(from, from + CHECKS_PER_CALL);
@@ -295,20 +286,6 @@ export class RedisCounterStore implements ShardedCounterStore {
       chunk.forEach((_, i) => settled.push(deadline.race(settle(replyOf(i)))));
     }
     return Promise.all(settled);
-  }
-
-  private pipelined(commands: readonly Command[]): Promise<Settled>[] {
-    const pipeline = this.redis.pipeline();
-    const answers = commands.map(({ args }) => decideInPipeline(this.redis, pipeline, args));
-    const all = pipeline.exec();
-    return answers.map((answer, i) =>
-      settle(
-        all.then((results) => {
-          const result = results?.[i];
-          return result === undefined ? Promise.reject(new Error("Redis answered a pipeline without its commands' results")) : answer(result);
-        }),
-      ),
-    );
   }
 
   private command(call: CounterCall, part: Part, mode: Mode): Command {

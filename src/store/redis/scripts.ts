@@ -182,7 +182,7 @@ export function registerScripts(client: Redis | Cluster, library: FloodgateLibra
 }
 
 /** decide_each's arguments for these commands: all their keys, then for each its number of keys, its number of args and its args. */
-function decideEachArgs(commands: readonly ScriptArgs[]): ScriptArgs {
+export function decideEachArgs(commands: readonly ScriptArgs[]): ScriptArgs {
   const keys: (string | number)[] = [];
   const args: (string | number)[] = [];
   for (const [keyCount, ...keysAndArgs] of commands) {
