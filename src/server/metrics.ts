@@ -12,16 +12,25 @@ export interface MetricsSources {
   rulesLoadedAt: () => Date | null;
 }
 
+interface DecisionSeries {
+  labels: { tenant: string; rule: string; outcome: DecisionOutcome };
+  /** Verdicts not yet handed to the counter. */
+  uncounted: number;
+}
+
 export class PrometheusTelemetry implements Telemetry {
   readonly registry = new Registry();
   private readonly decisions: Counter<"tenant" | "rule" | "outcome">;
   /**
-   * The decisions counter's series by tenant, rule and outcome, as found once:
-   * finding one by its labels hashes them every time, three times a check of
-   * three rules (a fiftieth of a check's CPU). As many as the series
+   * The decisions counter's series by tenant, rule and outcome, each with the
+   * verdicts counted since the last scrape. prom-client hashes a series'
+   * labels on every increment, three times a check of three rules (about a
+   * thirtieth of a check's CPU in a checkLimitsBatch), so a verdict only adds
+   * one to its series here, and the counter takes the sums when it is
+   * collected (a scrape, or any read of the registry). As many series as
    * prom-client keeps anyway.
    */
-  private readonly decisionSeries = new Map<string, Map<string, Map<DecisionOutcome, { inc(): void }>>>();
+  private readonly decisionSeries = new Map<string, Map<string, Map<DecisionOutcome, DecisionSeries>>>();
   private readonly checkSeconds: Histogram;
   private readonly checks: Counter;
   private readonly storeSeconds: Histogram;
@@ -42,6 +51,7 @@ export class PrometheusTelemetry implements Telemetry {
       help: "Rule verdicts by the rule's tenant, the rule's id and the outcome (allowed, denied, shadow, degraded).",
       labelNames: ["tenant", "rule", "outcome"],
       registers,
+      collect: () => this.flushDecisions(),
     });
     this.checkSeconds = new Histogram({
       name: "floodgate_check_duration_seconds",
@@ -113,8 +123,20 @@ export class PrometheusTelemetry implements Telemetry {
     let outcomes = rules.get(ruleId);
     if (outcomes === undefined) rules.set(ruleId, (outcomes = new Map()));
     let series = outcomes.get(outcome);
-    if (series === undefined) outcomes.set(outcome, (series = this.decisions.labels({ tenant: tenantId, rule: ruleId, outcome })));
-    series.inc();
+    if (series === undefined) outcomes.set(outcome, (series = { labels: { tenant: tenantId, rule: ruleId, outcome }, uncounted: 0 }));
+    series.uncounted++;
+  }
+
+  private flushDecisions(): void {
+    for (const rules of this.decisionSeries.values()) {
+      for (const outcomes of rules.values()) {
+        for (const series of outcomes.values()) {
+          if (series.uncounted === 0) continue;
+          this.decisions.inc(series.labels, series.uncounted);
+          series.uncounted = 0;
+        }
+      }
+    }
   }
 
   checked(seconds: number, checks: number): void {

@@ -38,6 +38,19 @@ describe("operations", () => {
     expect(text).not.toContain("u1");
   });
 
+  it("counts verdicts across scrapes: each scrape shows every verdict so far, never one twice", async () => {
+    const { createRule } = await client.data(CreateRuleDocument, { input: { tenantId: "metrics-scrapes", name: "two", scope: ["USER"], limit: 2, window: 60 } });
+    const scrape = async () => (await fetch(`${origin}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } })).text();
+    const series = (outcome: string) => `floodgate_rule_decisions_total{tenant="metrics-scrapes",rule="${createRule.id}",outcome="${outcome}"}`;
+    await client.data(CheckLimitsDocument, { request: { tenantId: "metrics-scrapes", userId: "u1" } });
+    expect(await scrape()).toContain(`${series("allowed")} 1`);
+    expect(await scrape()).toContain(`${series("allowed")} 1`);
+    for (let i = 0; i < 3; i++) await client.data(CheckLimitsDocument, { request: { tenantId: "metrics-scrapes", userId: "u1" } });
+    const text = await scrape();
+    expect(text).toContain(`${series("allowed")} 2`);
+    expect(text).toContain(`${series("denied")} 2`);
+  });
+
   it("echoes a sane X-Request-Id and makes one up otherwise", async () => {
     const echoed = await fetch(app.url, {
       method: "POST",

@@ -65,11 +65,17 @@ export function rateLimitHeaders({ allowed, retryAfter, deciding, policies, limi
     { name: "X-RateLimit-Reset", value: String(Math.ceil(deciding.resetAt.getTime() / 1000)) },
   ];
   if (!allowed && retryAfter !== null) headers.push({ name: "Retry-After", value: String(retryAfter) });
+  // Both fields name the same buckets: each key is looked up once.
+  const partitions = policies.map(({ key }) => partitionKey(key));
+  const partitionOf = (key: string) => {
+    const at = policies.findIndex((policy) => policy.key === key);
+    return at === -1 ? partitionKey(key) : partitions[at]!;
+  };
   if (policies.length > 0) {
-    headers.push({ name: "RateLimit-Policy", value: policies.map(({ policyItem, key }) => `${policyItem};pk=${partitionKey(key)}`).join(", ") });
+    headers.push({ name: "RateLimit-Policy", value: policies.map(({ policyItem }, i) => `${policyItem};pk=${partitions[i]}`).join(", ") });
   }
   if (limits.length > 0) {
-    const items = limits.map(({ compiled, key, remaining, resetSeconds }) => `${compiled.policyName};r=${remaining}${resetSeconds === null ? "" : `;t=${resetSeconds}`};pk=${partitionKey(key)}`);
+    const items = limits.map(({ compiled, key, remaining, resetSeconds }) => `${compiled.policyName};r=${remaining}${resetSeconds === null ? "" : `;t=${resetSeconds}`};pk=${partitionOf(key)}`);
     headers.push({ name: "RateLimit", value: items.join(", ") });
   }
   return headers;
