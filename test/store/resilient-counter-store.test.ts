@@ -87,6 +87,32 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     expect(reply).toMatchObject({ allowed: false, degraded: true });
   });
 
+  it("decides every call of a batch by failure mode when their decide_each answers after the store's deadline", async () => {
+    // A client that would wait: only the store's own deadline can cut the calls short.
+    const patient = createRedisClient({ kind: "single", url: redis.url }, 5_000);
+    const admin = createRedisClient({ kind: "single", url: redis.url }, 1000);
+    await Promise.all([patient.connect(), admin.connect()]);
+    const batchStore = new ResilientCounterStore({
+      primary: new RedisCounterStore(patient, { layout: new KeyLayout("fg:", 16) }),
+      local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
+      breakers: { failureThreshold: 3, openMs: 1000 },
+      instances: 4,
+      timeoutMs: 50,
+      clock,
+    });
+    await admin.call("CLIENT", "PAUSE", "300", "ALL");
+    const calls = ["OPEN", "CLOSED", "CLOSED"].map((mode, i) => ({ buckets: [bucket(`slow-batch-${i}`, mode as "OPEN" | "CLOSED")], cost: 1, dryRun: false }));
+    const replies = await batchStore.decide(calls);
+    await admin.call("CLIENT", "UNPAUSE");
+    admin.disconnect();
+    patient.disconnect();
+    expect(replies.map((r) => [r.allowed, r.degraded])).toEqual([
+      [true, true],
+      [false, true],
+      [false, true],
+    ]);
+  });
+
   it("waits no longer than a caller's shorter budget, and does not hold the calls it cut short against the breaker", async () => {
     const admin = createRedisClient({ kind: "single", url: redis.url }, 1000);
     await admin.connect();

@@ -32,7 +32,7 @@ export class KeyLayout {
 
   /** The keys a bucket's state may be in: the page pair, its log, its leases. */
   keysOf(ruleId: string, field: string): { pageA: string; pageB: string; log: string; leases: string } {
-    const base = `${this.prefix}{${ruleId}:${fnv1a(field) % this.pages}}`;
+    const base = this.base(ruleId, field);
     return { pageA: `${base}:a`, pageB: `${base}:b`, log: `${base}:l:${field}`, leases: `${base}:c:${field}` };
   }
 
@@ -43,14 +43,20 @@ export class KeyLayout {
 
   /** The keys decide.lua reads for a bucket, in its order. */
   scriptKeys(bucket: BucketRef, field: string): string[] {
-    const keys = this.keysOf(bucket.ruleId, field);
+    // Only the keys read: this runs for every bucket of every check.
+    const base = this.base(bucket.ruleId, field);
     switch (bucket.params.algorithm) {
       case "SLIDING_WINDOW_LOG":
-        return [keys.log];
+        return [`${base}:l:${field}`];
       case "CONCURRENCY":
-        return [keys.leases];
+        return [`${base}:c:${field}`];
       default:
-        return [keys.pageA, keys.pageB];
+        return [`${base}:a`, `${base}:b`];
     }
+  }
+
+  /** What every key of a bucket starts with: the prefix and the hash tag of its page. */
+  private base(ruleId: string, field: string): string {
+    return `${this.prefix}{${ruleId}:${fnv1a(field) % this.pages}}`;
   }
 }

@@ -272,20 +272,20 @@ export class RedisCounterStore implements ShardedCounterStore {
    * command alone as separate commands would.
    */
   private send(commands: readonly Command[], deadline: Deadline): Promise<Settled[]> {
-    if (this.redis.isCluster || commands.length === 1) return Promise.all(commands.map(({ args }) => deadline.race(settle(this.redis.floodgateDecide(...args)))));
-    const settled: Promise<Settled>[] = [];
+    if (this.redis.isCluster || commands.length === 1) {
+      return Promise.all(commands.map(({ args }) => deadline.race(settle(this.redis.floodgateDecide(...args)), (error, late): Settled => ({ error, late }))));
+    }
+    const chunks: Promise<Settled[]>[] = [];
     for (let from = 0; from < commands.length; from += CHECKS_PER_CALL) {
       const chunk = commands.slice(from, from + CHECKS_PER_CALL);
-      const replies = this.redis.floodgateDecideEach(chunk.map(({ args }) => args));
-      const replyOf = (i: number) =>
-        replies.then((all) => {
-          const reply = all[i];
-          if (reply instanceof Error) throw reply;
-          return reply ?? Promise.reject(new Error("Redis answered decide_each without every call's reply"));
-        });
-      chunk.forEach((_, i) => settled.push(deadline.race(settle(replyOf(i)))));
+      const answered = this.redis.floodgateDecideEach(chunk.map(({ args }) => args)).then(
+        (replies) => chunk.map((_, i) => settledOf(replies[i])),
+        (error: unknown) => chunk.map((): Settled => ({ error })),
+      );
+      // One race a call: its commands are answered together.
+      chunks.push(deadline.race(answered, (error, late) => chunk.map((_, i): Settled => ({ error, late: late.then((all) => all[i]!) }))));
     }
-    return Promise.all(settled);
+    return Promise.all(chunks).then((settled) => settled.flat());
   }
 
   private command(call: CounterCall, part: Part, mode: Mode): Command {
@@ -305,6 +305,12 @@ export const CHECKS_PER_CALL = 64;
 
 /** A lease's buckets as release mode takes them: a CONCURRENCY release reads only the algorithm of its spec. */
 const LEASE_RELEASE_PARAMS: LimitParams = { algorithm: "CONCURRENCY", limit: 1, windowMs: 1, capacity: 1, action: "REJECT" };
+
+/** One command's part of decide_each's reply: its answer, or its own error. */
+function settledOf(reply: Buffer | Error | undefined): Settled {
+  if (reply instanceof Error) return { error: reply };
+  return reply === undefined ? { error: new Error("Redis answered decide_each without every call's reply") } : { reply };
+}
 
 function settle(reply: Promise<ScriptReply>): Promise<Settled> {
   return reply.then(
@@ -328,9 +334,10 @@ class Deadline {
     this.timer = Number.isFinite(ms) ? setTimeout(expire, ms) : null;
   }
 
-  race(answer: Promise<Settled>): Promise<Settled> {
+  /** The answer, or when the deadline comes first, what `missed` makes of the deadline's error and the answer still to come. */
+  race<T>(answer: Promise<T>, missed: (error: Error, late: Promise<T>) => T): Promise<T> {
     if (this.timer === null) return answer;
-    return Promise.race([answer, this.expired.then((): Settled => ({ error: new Error(`no answer from Redis within ${this.ms} ms`), late: answer }))]);
+    return Promise.race([answer, this.expired.then(() => missed(new Error(`no answer from Redis within ${this.ms} ms`), answer))]);
   }
 
   cancel(): void {

@@ -115,10 +115,13 @@ export function decideArgs(layout: KeyLayout, call: CounterCall, buckets: readon
   for (const i of buckets) {
     const bucket = call.buckets[i]!;
     const field = layout.field(bucket.key);
-    keys.push(...layout.scriptKeys(bucket, field));
+    for (const key of layout.scriptKeys(bucket, field)) keys.push(key);
     args.push(specOf(bucket.params, nowMs ?? Date.now()), bucket.params.algorithm === "CONCURRENCY" ? leaseOf(call) : field);
   }
-  return [keys.length, ...keys, ...args];
+  const all: ScriptArgs = [keys.length];
+  for (const key of keys) all.push(key);
+  for (const arg of args) all.push(arg);
+  return all;
 }
 
 /**
@@ -183,13 +186,15 @@ export function registerScripts(client: Redis | Cluster, library: FloodgateLibra
 
 /** decide_each's arguments for these commands: all their keys, then for each its number of keys, its number of args and its args. */
 export function decideEachArgs(commands: readonly ScriptArgs[]): ScriptArgs {
-  const keys: (string | number)[] = [];
-  const args: (string | number)[] = [];
-  for (const [keyCount, ...keysAndArgs] of commands) {
-    keys.push(...keysAndArgs.slice(0, keyCount));
-    args.push(keyCount, keysAndArgs.length - keyCount, ...keysAndArgs.slice(keyCount));
+  const all: ScriptArgs = [0];
+  for (const command of commands) for (let i = 1; i <= command[0]; i++) all.push(command[i]!);
+  all[0] = all.length - 1;
+  for (const command of commands) {
+    const keyCount = command[0];
+    all.push(keyCount, command.length - 1 - keyCount);
+    for (let i = keyCount + 1; i < command.length; i++) all.push(command[i]!);
   }
-  return [keys.length, ...keys, ...args];
+  return all;
 }
 
 /**
