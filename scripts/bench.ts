@@ -23,7 +23,8 @@
  * one with 100,000 overrides, and prints their ratio; `npm run bench --
  * --client` only the client's rows beside the single check of Floodgate and
  * of the baseline at 32 connections, and the client's goal (for working on
- * the client: a short run that answers one question).
+ * the client: a short run that answers one question); `npm run bench --
+ * --batch` only checkLimitsBatch and its share of the Redis ceiling.
  *
  * Settings: REDIS_URL and DATABASE_URL (defaults: this machine's services),
  * BENCH_SECONDS (per run), BENCH_ROUNDS, and BENCH_PROFILE_DIR (each process
@@ -80,6 +81,8 @@ const MANY_OVERRIDES = smoke ? 5_000 : 100_000;
 const overridesOnly = process.argv.includes("--overrides");
 /** `--client`: only the client's rows beside the single checks at 32 connections. */
 const clientOnly = process.argv.includes("--client");
+/** `--batch`: only checkLimitsBatch beside the Redis ceiling. */
+const batchOnly = process.argv.includes("--batch");
 const FEW_RULES = 10;
 const BATCH = 100;
 const CONNECTIONS = [1, 8, 32];
@@ -139,6 +142,7 @@ async function main(): Promise<void> {
     const few = await seededDatabase("bench_few", fewRules, cleanups);
     const floodgateBodies = CALLERS.map((c) => floodgateBody(TENANT, c));
     if (clientOnly) return await compareClient(few.url, floodgateBodies, cleanups);
+    if (batchOnly) return await compareBatch(redis, few.url, fewRules, cleanups);
     const overridden = await seededDatabase("bench_overrides", fewRules, cleanups, overridesOfPerUser(fewRules, MANY_OVERRIDES));
     if (overridesOnly) return await compareOverrides(few.url, overridden.url, floodgateBodies, cleanups);
     const many = await seededDatabase("bench_many", ruleSet(MANY_RULES), cleanups);
@@ -154,7 +158,7 @@ async function main(): Promise<void> {
     const servers: Servers = { floodgate, floodgateMany, floodgateOverrides, floodgateNoCache, floodgateNoUsage, baseline };
     cleanups.push(() => Promise.all(Object.values(servers).map((s) => s.stop())));
 
-    const batches = Array.from({ length: 200 }, (_, i) => floodgateBatchBody(CALLERS.slice(i * BATCH, (i + 1) * BATCH)));
+    const batches = batchBodies();
     const attack = [floodgateBody(ATTACK_TENANT, ATTACKER)];
     await expectDecision(floodgate, floodgateBodies[0]!, true);
     await expectDecision(floodgateMany, floodgateBodies[0]!, true);
@@ -189,15 +193,7 @@ async function main(): Promise<void> {
     ];
 
     console.log(header());
-    const ceiling = await redisCeiling({
-      redis,
-      redisUrl: REDIS_URL,
-      layout: new KeyLayout(KEY_PREFIX, 16_384),
-      buckets: new RuleIndex(fewRules.map(compileRule))
-        .match(requestOf(CALLERS[0]!))
-        .map((c) => ({ ruleId: c.rule.id, key: c.keyOf(requestOf(CALLERS[0]!))!, params: c.params })),
-      requests: CEILING_REQUESTS,
-    });
+    const ceiling = await ceilingOf(redis, fewRules);
     const results = await measureInRounds(scenarios, () => {
       // The client's batching figures are the measured rounds', not the warm-up's.
       for (const runs of clientRuns.values()) runs.length = 0;
@@ -212,6 +208,42 @@ async function main(): Promise<void> {
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error("bench: cleanup failed:", error));
   }
+}
+
+function batchBodies(): string[] {
+  return Array.from({ length: 200 }, (_, i) => floodgateBatchBody(CALLERS.slice(i * BATCH, (i + 1) * BATCH)));
+}
+
+/** redis-benchmark sending decide.lua with a bench check's keys and arguments: the decisions/s Redis alone can make. */
+function ceilingOf(redis: Redis, rules: readonly Rule[]): Promise<number> {
+  const request = requestOf(CALLERS[0]!);
+  return redisCeiling({
+    redis,
+    redisUrl: REDIS_URL,
+    layout: new KeyLayout(KEY_PREFIX, 16_384),
+    buckets: new RuleIndex(rules.map(compileRule))
+      .match(request)
+      .map((c) => ({ ruleId: c.rule.id, key: c.keyOf(request)!, params: c.params })),
+    requests: CEILING_REQUESTS,
+  });
+}
+
+const CEILING_SHARE = (batch: Measured, ceiling: number) =>
+  `${fmt((100 * batch.decisionsPerSecond) / ceiling, 0)}% (${fmt(batch.decisionsPerSecond, 0)} of ${fmt(ceiling, 0)})`;
+
+/**
+ * `npm run bench -- --batch`: checkLimitsBatch of BATCH alone, in rounds, and
+ * its share of the Redis ceiling measured before them.
+ */
+async function compareBatch(redis: Redis, databaseUrl: string, rules: Rule[], cleanups: (() => Promise<unknown>)[]): Promise<void> {
+  const floodgate = await startFloodgate("floodgate", databaseUrl, {});
+  cleanups.push(() => floodgate.stop());
+  const batch = http(`checkLimitsBatch of ${BATCH}`, floodgate, BATCH_CONNECTIONS, batchBodies(), BATCH);
+  console.log(header());
+  const ceiling = await ceilingOf(redis, rules);
+  const results = await measureInRounds([batch]);
+  console.log(table(results));
+  console.log(`\ncheckLimitsBatch of ${BATCH}: ${CEILING_SHARE(results.get(batch)!, ceiling)} of the ceiling (goal >= 60%)`);
 }
 
 /**
@@ -498,7 +530,7 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, ceiling: numb
     ],
     [
       `checkLimitsBatch of ${BATCH} >= 60% of the redis-benchmark ceiling`,
-      `${fmt((100 * batch.decisionsPerSecond) / ceiling, 0)}% (${fmt(batch.decisionsPerSecond, 0)} of ${fmt(ceiling, 0)})`,
+      CEILING_SHARE(batch, ceiling),
       verdict(batch.decisionsPerSecond >= 0.6 * ceiling),
     ],
     ["1 connection: p99 < 1 ms", `${fmt(fg1.p99, 3)} ms`, verdict(fg1.p99 < 1)],
