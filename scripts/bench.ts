@@ -3,7 +3,7 @@
  * --smoke` (the CI smoke: seconds; it only shows that the harness runs).
  *
  * It starts, each in a process of its own and on this machine's Redis and
- * Postgres, Floodgate (dist/main.js, NODE_ENV=production) with 10 rules,
+ * Postgres, Floodgate (dist/main.js with npm start's node flags, NODE_ENV=production) with 10 rules,
  * Floodgate with 10,000 rules, Floodgate with 100,000 overrides on one of its
  * rules, Floodgate with its over-limit cache off, Floodgate with usage
  * counting off (USAGE_FLUSH_MS=0: what the dashboard's charts cost the check
@@ -33,6 +33,7 @@
  * reading the table, not by an exit code).
  */
 
+import { readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { Redis } from "ioredis";
 import { openDatabase } from "../src/db/database.js";
@@ -83,6 +84,8 @@ const overridesOnly = process.argv.includes("--overrides");
 const clientOnly = process.argv.includes("--client");
 /** `--batch`: only checkLimitsBatch beside the Redis ceiling. */
 const batchOnly = process.argv.includes("--batch");
+/** The node flags `npm start` runs Floodgate with (package.json): the bench runs both servers with them. */
+const START_FLAGS = nodeFlagsOfStart();
 const FEW_RULES = 10;
 const BATCH = 100;
 const CONNECTIONS = [1, 8, 32];
@@ -409,7 +412,7 @@ async function startFloodgate(name: string, databaseUrl: string, env: Record<str
   const port = await freePort();
   return startServer({
     name,
-    args: ["dist/main.js"],
+    args: [...START_FLAGS, "dist/main.js"],
     env: {
       NODE_ENV: "production",
       LOG_LEVEL: "warn",
@@ -428,11 +431,20 @@ async function startFloodgate(name: string, databaseUrl: string, env: Record<str
   });
 }
 
+function nodeFlagsOfStart(): string[] {
+  const { scripts } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };
+  const [node, ...words] = scripts.start.split(/\s+/);
+  const main = words.indexOf("dist/main.js");
+  const flags = words.slice(0, main);
+  if (node !== "node" || main === -1 || !flags.every((flag) => flag.startsWith("--"))) throw new Error(`bench: cannot read the node flags of npm start (${scripts.start})`);
+  return flags;
+}
+
 async function startBaseline(): Promise<ServerProcess> {
   const port = await freePort();
   return startServer({
     name: "baseline (rate-limiter-flexible)",
-    args: ["--import", "tsx", "scripts/bench/baseline-server.ts"],
+    args: [...START_FLAGS, "--import", "tsx", "scripts/bench/baseline-server.ts"],
     env: { PORT: String(port), REDIS_URL, KEY_PREFIX: BASELINE_PREFIX },
     url: `http://127.0.0.1:${port}/check`,
     readyUrl: `http://127.0.0.1:${port}/readyz`,

@@ -384,8 +384,7 @@ export class Limiter {
     const throttled = ranked.filter((r) => r.compiled.rule.action === "THROTTLE");
     const retryAfter = allowed ? null : deciding.retryAfter;
     const granted = allowed && lease !== null ? grantedLease(applicable, readings, lease, decidedAtMs) : null;
-    return {
-      ...(granted === null ? {} : { lease: granted }),
+    const decision: Decision = {
       allowed,
       degraded,
       decidedAt: new Date(decidedAtMs),
@@ -410,6 +409,9 @@ export class Limiter {
         limits: enforcing.map(serviceLimit),
       }),
     };
+    // Added after, not spread in first: a literal that starts with a spread keeps most of its fields outside the object, slower to read for every decision.
+    if (granted !== null) decision.lease = granted;
+    return decision;
   }
 
   private publishEvents(request: CheckRequest, decision: Decision): void {
