@@ -24,7 +24,8 @@
  * --client` only the client's rows beside the single check of Floodgate and
  * of the baseline at 32 connections, and the client's goal (for working on
  * the client: a short run that answers one question); `npm run bench --
- * --batch` only checkLimitsBatch and its share of the Redis ceiling.
+ * --batch` only checkLimitsBatch, on one instance and on two, and their
+ * shares of the Redis ceiling.
  *
  * Settings: REDIS_URL and DATABASE_URL (defaults: this machine's services),
  * BENCH_SECONDS (per run), BENCH_ROUNDS, and BENCH_PROFILE_DIR (each process
@@ -235,18 +236,39 @@ const CEILING_SHARE = (batch: Measured, ceiling: number) =>
   `${fmt((100 * batch.decisionsPerSecond) / ceiling, 0)}% (${fmt(batch.decisionsPerSecond, 0)} of ${fmt(ceiling, 0)})`;
 
 /**
- * `npm run bench -- --batch`: checkLimitsBatch of BATCH alone, in rounds, and
- * its share of the Redis ceiling measured before them.
+ * `npm run bench -- --batch`: checkLimitsBatch of BATCH on one instance and on
+ * two sharing the same connections, in rounds, and their shares of the Redis
+ * ceiling measured before them: whether one server process or the machine is
+ * the bound.
  */
 async function compareBatch(redis: Redis, databaseUrl: string, rules: Rule[], cleanups: (() => Promise<unknown>)[]): Promise<void> {
-  const floodgate = await startFloodgate("floodgate", databaseUrl, {});
-  cleanups.push(() => floodgate.stop());
-  const batch = http(`checkLimitsBatch of ${BATCH}`, floodgate, BATCH_CONNECTIONS, batchBodies(), BATCH);
+  const [floodgate, second] = await Promise.all([startFloodgate("floodgate", databaseUrl, {}), startFloodgate("floodgate", databaseUrl, {})]);
+  cleanups.push(() => Promise.all([floodgate.stop(), second.stop()]));
+  const bodies = batchBodies();
+  const one = http(`checkLimitsBatch of ${BATCH}`, floodgate, BATCH_CONNECTIONS, bodies, BATCH);
+  const both = instancesOf("floodgate, 2 instances", [floodgate, second]);
+  const two: Scenario = {
+    ...one,
+    server: both,
+    drive: (seconds) => drive({ url: [floodgate.url, second.url], connections: BATCH_CONNECTIONS, seconds, bodies, headers: AUTHORIZATION }),
+  };
   console.log(header());
   const ceiling = await ceilingOf(redis, rules);
-  const results = await measureInRounds([batch]);
+  const results = await measureInRounds([one, two]);
   console.log(table(results));
-  console.log(`\ncheckLimitsBatch of ${BATCH}: ${CEILING_SHARE(results.get(batch)!, ceiling)} of the ceiling (goal >= 60%)`);
+  console.log(`\ncheckLimitsBatch of ${BATCH}: ${CEILING_SHARE(results.get(one)!, ceiling)} of the ceiling (goal >= 60%); on 2 instances ${CEILING_SHARE(results.get(two)!, ceiling)}`);
+}
+
+/** Instances as one server of the table: their URLs share the load, their CPU is added up. */
+function instancesOf(name: string, servers: readonly ServerProcess[]): ServerProcess {
+  return {
+    name,
+    url: servers[0]!.url,
+    cpuMs: () => servers.reduce((sum, server) => sum + server.cpuMs(), 0),
+    stop: async () => {
+      await Promise.all(servers.map((server) => server.stop()));
+    },
+  };
 }
 
 /**

@@ -21,7 +21,8 @@ export interface LoadResult {
 }
 
 export interface DriveOptions {
-  url: string;
+  /** One server, or several sharing the connections evenly (instances behind a balancer). */
+  url: string | readonly string[];
   connections: number;
   seconds: number;
   bodies: readonly string[];
@@ -30,41 +31,44 @@ export interface DriveOptions {
 }
 
 export async function drive(options: DriveOptions): Promise<LoadResult> {
+  const urls = typeof options.url === "string" ? [options.url] : options.url;
+  if (options.connections % urls.length !== 0) throw new Error(`bench: ${options.connections} connections do not split evenly over ${urls.length} servers`);
   const { bodies } = options;
   let next = 0;
   const latencies = new Latencies();
-  let finished: (result: autocannon.Result) => void = () => {};
-  let failed: (error: unknown) => void = () => {};
-  const done = new Promise<autocannon.Result>((resolve, reject) => {
-    finished = resolve;
-    failed = reject;
-  });
-  const instance = autocannon(
-    {
-    url: options.url,
-    connections: options.connections,
-    duration: options.seconds,
-    method: "POST",
-    headers: { "content-type": "application/json", ...options.headers },
-    requests: [
-      {
-        setupRequest: (request) => {
-          request.body = bodies[next++ % bodies.length]!;
-          return request;
-        },
-      },
-    ],
-    },
-    (error: unknown, result: autocannon.Result) => (error ? failed(error) : finished(result)),
+  const results = await Promise.all(
+    urls.map(
+      (url) =>
+        new Promise<autocannon.Result>((resolve, reject) => {
+          const instance = autocannon(
+            {
+              url,
+              connections: options.connections / urls.length,
+              duration: options.seconds,
+              method: "POST",
+              headers: { "content-type": "application/json", ...options.headers },
+              requests: [
+                {
+                  setupRequest: (request) => {
+                    request.body = bodies[next++ % bodies.length]!;
+                    return request;
+                  },
+                },
+              ],
+            },
+            (error: unknown, result: autocannon.Result) => (error ? reject(error) : resolve(result)),
+          );
+          instance.on("response", (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
+            if (statusCode >= 200 && statusCode < 300) latencies.record(responseTime);
+          });
+        }),
+    ),
   );
-  instance.on("response", (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
-    if (statusCode >= 200 && statusCode < 300) latencies.record(responseTime);
-  });
-  const result = await done;
+  const duration = Math.max(...results.map((r) => r.duration));
   return {
-    requestsPerSecond: latencies.count / result.duration,
+    requestsPerSecond: latencies.count / duration,
     ...latencies.percentiles(),
     requests: latencies.count,
-    failures: result.non2xx + result.errors + result.timeouts,
+    failures: results.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0),
   };
 }
