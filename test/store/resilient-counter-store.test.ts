@@ -47,15 +47,19 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     }
     await client.flushall();
     clock = new ManualClock();
-    store = new ResilientCounterStore({
-      primary: new RedisCounterStore(client, { layout: new KeyLayout("fg:", 16) }),
+    store = storeOn(client);
+  });
+
+  /** The store under test on a client of Redis: 50 ms deadline, a breaker opening after 3 failures, 4 instances. */
+  const storeOn = (redisClient: Redis): ResilientCounterStore =>
+    new ResilientCounterStore({
+      primary: new RedisCounterStore(redisClient, { layout: new KeyLayout("fg:", 16) }),
       local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
       breakers: { failureThreshold: 3, openMs: 1000 },
       instances: 4,
       timeoutMs: 50,
       clock,
     });
-  });
 
   const check = async (buckets: BucketRef[], cost = 1): Promise<CounterReply> => (await store.decide([{ buckets, cost, dryRun: false }]))[0]!;
 
@@ -92,14 +96,7 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     const patient = createRedisClient({ kind: "single", url: redis.url }, 5_000);
     const admin = createRedisClient({ kind: "single", url: redis.url }, 1000);
     await Promise.all([patient.connect(), admin.connect()]);
-    const batchStore = new ResilientCounterStore({
-      primary: new RedisCounterStore(patient, { layout: new KeyLayout("fg:", 16) }),
-      local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
-      breakers: { failureThreshold: 3, openMs: 1000 },
-      instances: 4,
-      timeoutMs: 50,
-      clock,
-    });
+    const batchStore = storeOn(patient);
     await admin.call("CLIENT", "PAUSE", "300", "ALL");
     const calls = ["OPEN", "CLOSED", "CLOSED"].map((mode, i) => ({ buckets: [bucket(`slow-batch-${i}`, mode as "OPEN" | "CLOSED")], cost: 1, dryRun: false }));
     const replies = await batchStore.decide(calls);
