@@ -247,15 +247,15 @@ export class RegionalCounterStore implements ShardedCounterStore {
   private async syncLink(link: Link): Promise<void> {
     const { localRedis, keyPrefix, region, partitionAfterMs, clock } = this.options;
     const { peer, outbox } = link;
-    const shipment = [...outbox].slice(0, SHIPMENT);
+    // The versions as the states are read: a bucket counted again meanwhile bumps its entry's, and stays to be shipped.
+    const shipment = [...outbox].slice(0, SHIPMENT).map(([id, { bucket, version }]) => ({ id, bucket, version }));
     try {
-      const states = await this.options.local.states(shipment.map(([, noted]) => noted.bucket));
-      const copies = shipment.flatMap(([, noted], i) => (states[i] === "" ? [] : [{ bucket: noted.bucket, region, state: states[i]! }]));
+      const states = await this.options.local.states(shipment.map(({ bucket }) => bucket));
+      const copies = shipment.flatMap(({ bucket }, i) => (states[i] === "" ? [] : [{ bucket, region, state: states[i]! }]));
       await peer.store.mergeCopies(copies);
       await peer.redis.set(heardKey(keyPrefix, region), "1", "PX", partitionAfterMs);
-      for (const [id, noted] of shipment) {
-        const now = outbox.get(id);
-        if (now !== undefined && now.version === noted.version) outbox.delete(id);
+      for (const { id, version } of shipment) {
+        if (outbox.get(id)?.version === version) outbox.delete(id);
       }
       link.lastShippedAtMs = clock.now();
       if (copies.length > 0) this.telemetry.regionShipped(peer.name, copies.length);
