@@ -20,6 +20,12 @@ import type { TestApp } from "../harness/in-process-app.js";
 const SYNC_MS = 100;
 /** Generous: a loaded machine may take this long for what takes milliseconds when quiet. */
 const BOUND_MS = 20_000;
+/**
+ * A test's whole run: above one step's BOUND_MS, so that a step too slow
+ * fails by its own name (the default 20 s cut a test short in its first
+ * waits on a loaded machine, naming nothing).
+ */
+const TEST_MS = 120_000;
 
 describe.runIf((await postgresAvailable()) && (await redisBinariesAvailable()))("two regions sharing GLOBAL limits", () => {
   let regions: Regions;
@@ -64,8 +70,11 @@ describe.runIf((await postgresAvailable()) && (await redisBinariesAvailable()))(
   async function globalRule(tenantId: string, limit: number): Promise<void> {
     await createRule(eu[0]!.client, { tenantId, name: "global", scope: ["TENANT"], algorithm: "FIXED_WINDOW", limit, window: 1, windowUnit: "HOURS", reach: "GLOBAL" });
     // Rules reach the other region by RULE_RELOAD_MS from the shared database; and the regions' links are up once both have heard each other.
-    for (const instance of [...eu, ...us]) await until("the rule known everywhere", async () => (await check(instance.client, { tenantId, dryRun: true })).rule !== null);
-    for (const instance of [...eu, ...us]) await until("the regions linked", async () => !(await check(instance.client, { tenantId, dryRun: true })).degraded);
+    let known = 0;
+    let linked = 0;
+    for (const instance of [...eu, ...us]) known += await until("the rule known everywhere", async () => (await check(instance.client, { tenantId, dryRun: true })).rule !== null);
+    for (const instance of [...eu, ...us]) linked += await until("the regions linked", async () => !(await check(instance.client, { tenantId, dryRun: true })).degraded);
+    measured.push(`a rule known everywhere in ${known.toFixed(0)} ms, the regions linked ${linked.toFixed(0)} ms after`);
   }
 
   /** `count` checks of the tenant on a region's instances, half on each; how many were admitted, and how many degraded. */
@@ -81,13 +90,15 @@ describe.runIf((await postgresAvailable()) && (await redisBinariesAvailable()))(
     let admitted = 0;
     for (let round = 0; round < 8; round++) {
       const [here, there] = round % 2 === 0 ? [eu, us] : [us, eu];
-      admitted += (await wave(here, tenantId, 10)).admitted;
+      const waved = await wave(here, tenantId, 10);
+      admitted += waved.admitted;
       // Before the other region acts, its view holds this one's counts: the limit is then held exactly.
-      const shippedIn = await until("the other region's view", async () => (await left(there[0]!, tenantId)) === Math.max(0, 60 - admitted - 1));
+      const expected = Math.max(0, 60 - admitted - 1);
+      const shippedIn = await until(`the other region's view (round ${round}, wave ${JSON.stringify(waved)}, ${expected} left)`, async () => (await left(there[0]!, tenantId)) === expected);
       if (round === 0) measured.push(`counts seen in the other region ${shippedIn.toFixed(0)} ms after the wave`);
     }
     expect(admitted).toBe(60);
-  });
+  }, TEST_MS);
 
   it("decide on their shares while cut off, degraded, and converge once healed: nothing counted twice, nothing lost", async () => {
     const tenantId = newTenant();
@@ -117,5 +128,5 @@ describe.runIf((await postgresAvailable()) && (await redisBinariesAvailable()))(
     measured.push(`converged ${converged.toFixed(0)} ms after healing (cut for ${(healedAt - cutAt).toFixed(0)} ms)`);
     // Together again, the 40 were all used: 6 + 14 + 20, none counted twice (each region's counts are its own), none lost (shipped once healed).
     expect((await wave(eu, tenantId, 5)).admitted + (await wave(us, tenantId, 5)).admitted).toBe(0);
-  });
+  }, TEST_MS);
 });
