@@ -11,7 +11,9 @@
  *   POST /check {"userId","ip","method","resource"}  ->  {"allowed","retryAfter","headers"}
  *
  * Environment: PORT, REDIS_URL, KEY_PREFIX. Same ioredis settings as
- * Floodgate (auto-pipelining), so both get the same client.
+ * Floodgate (no auto-pipelining), so both get the same client; measured for
+ * the baseline itself, auto-pipelining made about the same decisions/s with
+ * about twice the p99 (BENCHMARKS.md, "The Redis client").
  */
 
 import { createServer, type IncomingMessage } from "node:http";
@@ -20,7 +22,7 @@ import { RateLimiterRes } from "rate-limiter-flexible";
 import { baselineRules } from "./baseline-rules.js";
 import type { Caller } from "./workload.js";
 
-const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { enableAutoPipelining: true, maxRetriesPerRequest: 2 });
+const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { enableAutoPipelining: false, maxRetriesPerRequest: 2 });
 const RULES = baselineRules(redis, process.env.KEY_PREFIX ?? "rlf-bench:");
 
 interface Verdict {
