@@ -16,11 +16,11 @@ import { NO_REDIS_SECURITY, type RedisSecurity, type RedisTopology } from "../..
  * No auto-pipelining on any topology: the store already sends an operation's
  * checks as one command (decide_each), and ioredis's auto-pipelining keeps
  * one pipeline in flight per connection, so a command issued while another
- * request's is out waits for its answer. Under load the commands' objects
- * then outlived V8's young collections: with it on, 0.8–1.1 MB were promoted
- * to the old generation at each one, against 10 KB without, and the
- * server's CPU per check went down by about a fifth (BENCHMARKS.md, "The
- * Redis client").
+ * request's is out waits for its answer. Under load, with it on, 0.7–1.1 MB
+ * of objects reached V8's old generation at each young collection, against
+ * 4–12 KB without; without it a client's request or a batch costs the server
+ * about two thirds of the CPU per check, a single check about a tenth more
+ * (its command is a write of its own) (BENCHMARKS.md, "The Redis client").
  */
 export function createRedisClient(topology: Extract<RedisTopology, { kind: "cluster" }>, commandTimeoutMs: number, security?: RedisSecurity): Cluster;
 export function createRedisClient(topology: Exclude<RedisTopology, { kind: "cluster" }>, commandTimeoutMs: number, security?: RedisSecurity): Redis;

@@ -115,9 +115,8 @@ export class RedisUsageStore implements UsageStore {
   }
 
   /**
-   * One pipeline on one Redis; on a Cluster each command on its own, which
-   * ioredis's auto-pipelining sends together per node (a Cluster pipeline
-   * must stay on one node). Throws the first command's error.
+   * One pipeline on one Redis; on a Cluster each command on its own (a
+   * Cluster pipeline must stay on one node). Throws the first command's error.
    */
   private async send(commands: readonly Command[]): Promise<unknown[]> {
     if (commands.length === 0) return [];
