@@ -34,11 +34,8 @@
  * reading the table, not by an exit code).
  */
 
-import { readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { Redis } from "ioredis";
-import { openDatabase } from "../src/db/database.js";
-import { ruleRowOf } from "../src/db/prisma-rule-repository.js";
 import { compileRule } from "../src/engine/decision/compiled-rule.js";
 import { RuleIndex } from "../src/engine/decision/rule-index.js";
 import { KeyLayout } from "../src/store/redis/key-layout.js";
@@ -50,7 +47,8 @@ import { startClientDriver, type ClientProcess, type ClientRunResult, type Clien
 import { driveGrpc } from "./bench/grpc-load.js";
 import { driveHotBucket, type HotBucketRun } from "./bench/hot-bucket.js";
 import { drive, type LoadResult } from "./bench/load.js";
-import { localRedisCpu, startServer, type ServerProcess } from "./bench/processes.js";
+import { localRedisCpu, nodeFlagsOfStart, startServer, type ServerProcess } from "./bench/processes.js";
+import { seededDatabase } from "./bench/seeded-database.js";
 import {
   ATTACK_TENANT,
   ATTACKER,
@@ -64,11 +62,9 @@ import {
   overridesOfPerUser,
   ruleSet,
   type Caller,
-  type OverrideRow,
 } from "./bench/workload.js";
 import { deleteByPrefix } from "../test/harness/delete-by-prefix.js";
 import { freePort } from "../test/harness/free-port.js";
-import { createScratchDatabase } from "../test/harness/scratch-database.js";
 
 const smoke = process.argv.includes("--smoke");
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -416,19 +412,6 @@ function median(runs: readonly Measured[]): Measured {
   };
 }
 
-async function seededDatabase(purpose: string, rules: Rule[], cleanups: (() => Promise<unknown>)[], overrides: readonly OverrideRow[] = []): Promise<{ url: string }> {
-  const scratch = await createScratchDatabase(purpose);
-  cleanups.push(() => scratch.drop());
-  const database = await openDatabase({ kind: "postgres", url: scratch.url });
-  try {
-    await database.migrate();
-    await database.prisma.rule.createMany({ data: rules.map(ruleRowOf) });
-    for (let i = 0; i < overrides.length; i += 10_000) await database.prisma.ruleOverride.createMany({ data: overrides.slice(i, i + 10_000) });
-  } finally {
-    await database.close();
-  }
-  return scratch;
-}
 
 async function startFloodgate(name: string, databaseUrl: string, env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
@@ -453,14 +436,6 @@ async function startFloodgate(name: string, databaseUrl: string, env: Record<str
   });
 }
 
-function nodeFlagsOfStart(): string[] {
-  const { scripts } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };
-  const [node, ...words] = scripts.start.split(/\s+/);
-  const main = words.indexOf("dist/main.js");
-  const flags = words.slice(0, main);
-  if (node !== "node" || main === -1 || !flags.every((flag) => flag.startsWith("--"))) throw new Error(`bench: cannot read the node flags of npm start (${scripts.start})`);
-  return flags;
-}
 
 async function startBaseline(): Promise<ServerProcess> {
   const port = await freePort();

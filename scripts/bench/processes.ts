@@ -15,6 +15,16 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+/** The node flags `npm start` runs Floodgate with (package.json's start script, before dist/main.js). */
+export function nodeFlagsOfStart(): string[] {
+  const { scripts } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };
+  const [node, ...words] = scripts.start.split(/\s+/);
+  const main = words.indexOf("dist/main.js");
+  const flags = words.slice(0, main);
+  if (node !== "node" || main === -1 || !flags.every((flag) => flag.startsWith("--"))) throw new Error(`bench: cannot read the node flags of npm start (${scripts.start})`);
+  return flags;
+}
+
 const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
 const READY_TIMEOUT_MS = 120_000;
 
@@ -58,10 +68,11 @@ export async function startServer(options: {
   };
 }
 
-async function waitUntilReady(url: string, exited: Promise<number | null>): Promise<void> {
+/** Polls `url` until it answers 200; throws when the process exits first or `timeoutMs` passes. */
+export async function waitUntilReady(url: string, exited: Promise<unknown>, timeoutMs = READY_TIMEOUT_MS): Promise<void> {
   let gone = false;
   void exited.then(() => (gone = true));
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (gone) throw new Error("the process exited");
     try {
@@ -71,7 +82,7 @@ async function waitUntilReady(url: string, exited: Promise<number | null>): Prom
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`${url} did not answer 200 within ${READY_TIMEOUT_MS / 1000} s`);
+  throw new Error(`${url} did not answer 200 within ${timeoutMs / 1000} s`);
 }
 
 /**
