@@ -52,7 +52,7 @@ export const CHECKS_EACH = 16;
 export function decideEachCommand(check: readonly string[], checks: number, functionName: string): string[] {
   const [keyCount, ...keysAndArgs] = check.slice(2);
   const args: ScriptArgs = [Number(keyCount), ...keysAndArgs];
-  return ["FCALL", functionName, ...decideEachArgs(Array.from({ length: checks }, () => args)).map(String)];
+  return ["FCALL", functionName, ...decideEachArgs(Array.from({ length: checks }, () => args))];
 }
 
 /** A user's key ("...:u0") as redis-benchmark's __rand_int__ (-r 10000) spreads it over the bench's 10,000 users. */
