@@ -135,7 +135,9 @@ export class LeasingCounterStore implements CounterStore {
   async decide(calls: readonly CounterCall[], options?: DecideOptions): Promise<CounterReply[]> {
     const nowMs = this.options.clock.now();
     const plans = calls.map((call) => this.plan(call, nowMs));
-    const storeCalls = plans.flatMap((plan) => (plan.store === null ? [] : [plan.store]));
+    // A loop, not flatMap, on this path of every check: Node 20 runs flat and flatMap about forty times slower than map (BENCHMARKS.md, "The server's instructions").
+    const storeCalls: CounterCall[] = [];
+    for (const plan of plans) if (plan.store !== null) storeCalls.push(plan.store);
     let replies: CounterReply[];
     try {
       replies = storeCalls.length === 0 ? [] : await this.options.inner.decide(storeCalls, options);

@@ -75,14 +75,19 @@ export class ResilientCounterStore implements CounterStore {
     const budgetMs = options.budgetMs ?? Number.POSITIVE_INFINITY;
     // A call needs every one of its breakers' yes; asking them all first keeps
     // a half-open breaker's one trial from going to a call another holds back.
-    const sent = budgetMs <= 0 ? [] : calls.flatMap((_, i) => {
-      const breakers = [...guarded[i]!.values()];
-      return breakers.every((b) => b.wouldAllow()) && breakers.every((b) => b.allows()) ? [i] : [];
-    });
+    // Loops, not flatMap, on this path of every check: Node 20 runs flat and flatMap about forty times slower than map (BENCHMARKS.md, "The server's instructions").
+    const sent: number[] = [];
+    if (budgetMs > 0) {
+      guarded.forEach((breakersOfCall, i) => {
+        const breakers = [...breakersOfCall.values()];
+        if (breakers.every((b) => b.wouldAllow()) && breakers.every((b) => b.allows())) sent.push(i);
+      });
+    }
     const replies: (CounterReply | undefined)[] = new Array(calls.length);
     if (sent.length > 0) {
       const started = performance.now();
-      const touched = new Map(sent.flatMap((i) => [...guarded[i]!]));
+      const touched = new Map<string, CircuitBreaker>();
+      for (const i of sent) for (const [shard, breaker] of guarded[i]!) touched.set(shard, breaker);
       const ownDeadlineMs = this.options.timeoutMs * Math.ceil(sent.length / CHECKS_PER_TIMEOUT);
       const callerBound = budgetMs < ownDeadlineMs;
       // decideEach reports failures in its answer; should it throw all the same, every shard it touched has failed.

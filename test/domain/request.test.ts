@@ -170,6 +170,20 @@ describe("parseCheckRequest resource", () => {
   ])("normalises %s to %s", (resource, normalised) => {
     expect(parseCheckRequest({ ...base, resource }).resource).toBe(normalised);
   });
+
+  it("normalises any path as the definition does: canonical paths are returned as they are, the others rebuilt segment by segment", () => {
+    const definition = (path: string) => {
+      const segments: string[] = [];
+      for (const segment of path.split("/")) {
+        if (segment === "" || segment === ".") continue;
+        if (segment === "..") segments.pop();
+        else segments.push(segment);
+      }
+      return `/${segments.join("/")}`;
+    };
+    const path = fc.array(fc.constantFrom("/", ".", "a", "%"), { maxLength: 12 }).map((characters) => `/${characters.join("")}`);
+    fc.assert(fc.property(path, (resource) => parseCheckRequest({ ...base, resource }).resource === definition(resource)), { numRuns: 5_000 });
+  });
 });
 
 describe("parseCheckRequest method", () => {
