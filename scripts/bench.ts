@@ -412,7 +412,6 @@ function median(runs: readonly Measured[]): Measured {
   };
 }
 
-
 async function startFloodgate(name: string, databaseUrl: string, env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
   return startServer({
@@ -435,7 +434,6 @@ async function startFloodgate(name: string, databaseUrl: string, env: Record<str
     readyUrl: `http://127.0.0.1:${port}/readyz`,
   });
 }
-
 
 async function startBaseline(): Promise<ServerProcess> {
   const port = await freePort();

@@ -142,7 +142,6 @@ async function countServer(dir: string, databaseUrl: string): Promise<Counted> {
   }
 }
 
-
 let next = 0;
 
 /** `requests` of the workload's bodies on its connections, each answered 200 without errors. */
