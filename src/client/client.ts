@@ -80,7 +80,7 @@ import { InvalidationFeed } from "./invalidation-feed.js";
 import type { LocalLimiter } from "./local-limiter.js";
 import { RefusalCache } from "./refusal-cache.js";
 import { RuleBook } from "./rule-book.js";
-import { fetchTransport, type FetchFunction, type Transport, type TransportAnswer } from "./transport.js";
+import { DeadlineExceeded, fetchTransport, type FetchFunction, type Transport, type TransportAnswer } from "./transport.js";
 import { fnv1a } from "../domain/fnv1a.js";
 
 export type FailureMode = "OPEN" | "CLOSED" | "LOCAL";
@@ -457,16 +457,12 @@ export class FloodgateClient {
 
   /** One POST under the deadline: Floodgate's answer, or which kind of outage kept it from answering. */
   private async post<T>(body: string, deadlineAtMs: number): Promise<{ body: GraphQLBody<T> } | { outage: Outage }> {
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), Math.max(0, deadlineAtMs - Date.now()));
     let answer: TransportAnswer;
     try {
-      answer = await this.transport.post(body, abort.signal);
-    } catch {
-      // Aborted by the deadline, or refused, reset, not resolved: no answer.
-      return { outage: abort.signal.aborted ? "timeouts" : "unreachable" };
-    } finally {
-      clearTimeout(timer);
+      answer = await this.transport.post(body, deadlineAtMs);
+    } catch (error) {
+      // Given up at the deadline, or refused, reset, not resolved: no answer.
+      return { outage: error instanceof DeadlineExceeded ? "timeouts" : "unreachable" };
     }
     if (answer.status >= 500) return { outage: "serverErrors" };
     try {

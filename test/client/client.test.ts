@@ -334,6 +334,19 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       expect(client.stats().outages).toEqual({ timeouts: 1, unreachable: 0, serverErrors: 0 });
     });
 
+    it("decides at the deadline a request still waiting for a connection", async () => {
+      const silent = await silentServer();
+      cleanups.push(() => silent.close());
+      // One connection, two tenants' batches at once: the second request waits behind the first, which is never answered.
+      const client = track(new FloodgateClient({ url: silent.url, token: "any-token", timeoutMs: 200, connections: 1, failureMode: "CLOSED", cache: false }));
+      const decisions = await client.checkMany([{ tenantId: "acme" }, { tenantId: "globex" }]);
+      expect(decisions).toMatchObject([
+        { allowed: false, degraded: true, source: "CLIENT_FAILURE_MODE" },
+        { allowed: false, degraded: true, source: "CLIENT_FAILURE_MODE" },
+      ]);
+      expect(client.stats()).toMatchObject({ batches: 2, outages: { timeouts: 2, unreachable: 0, serverErrors: 0 } });
+    });
+
     it("treats a 5xx as an outage", async () => {
       const failing = createServer((_, res) => res.writeHead(503, { "content-type": "text/html" }).end("<h1>down</h1>"));
       await new Promise<void>((resolve) => failing.listen(0, "127.0.0.1", resolve));
