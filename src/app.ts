@@ -37,6 +37,7 @@ import { MutationLimiter } from "./engine/access/mutation-limiter.js";
 import { OverLimitCache } from "./engine/decision/over-limit-cache.js";
 import { CHECKS_PER_TIMEOUT, ResilientCounterStore } from "./store/resilient-counter-store.js";
 import { LeasingCounterStore } from "./store/leasing-counter-store.js";
+import { BatchingCounterStore } from "./store/batching-counter-store.js";
 import { RegionalCounterStore } from "./store/regions/regional-counter-store.js";
 import { RuleBook } from "./engine/decision/rule-book.js";
 import { describeProblem } from "./engine/rules/rule-import.js";
@@ -371,9 +372,11 @@ async function openCounterStore(
     clock,
     telemetry,
   });
-  if (settings.leaseHotChecksPerSecond === 0) return { store, resilient: store, regional, redis: client };
+  // A turn's checks go to Redis together (batching-counter-store.ts), each caller's deadline as it was alone.
+  const batching = (inner: CounterStore) => new BatchingCounterStore({ inner, maxCallsPerDecide: CHECKS_PER_TIMEOUT });
+  if (settings.leaseHotChecksPerSecond === 0) return { store: batching(store), resilient: store, regional, redis: client };
   const leasing = new LeasingCounterStore({ inner: store, clock, hotChecksPerSecond: settings.leaseHotChecksPerSecond, leaseMs: settings.leaseMs, maxLeaseMs: settings.leaseMaxMs, telemetry });
-  return { store: leasing, resilient: store, leasing, regional, redis: client };
+  return { store: batching(leasing), resilient: store, leasing, regional, redis: client };
 }
 
 /**

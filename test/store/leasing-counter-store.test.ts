@@ -8,19 +8,19 @@
  * carried; the clock is pinned, and Redis is given its time through ARGV.
  */
 
-import type { LeasedBucket } from "../../src/domain/lease.js";
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
 import { LONGEST_PERIOD_MS } from "../../src/domain/calendar.js";
-import type { BucketRef, CounterCall, CounterReply, CounterStore } from "../../src/domain/ports.js";
+import type { BucketRef } from "../../src/domain/ports.js";
 import type { Algorithm } from "../../src/domain/rule.js";
 import { LeasingCounterStore, MAX_LEASE_MS } from "../../src/store/leasing-counter-store.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
 import { RedisCounterStore } from "../../src/store/redis/redis-counter-store.js";
 import { deleteByPrefix } from "../harness/delete-by-prefix.js";
 import { ManualClock } from "../support/clock.js";
+import { RecordingCounterStore } from "../support/recording-counter-store.js";
 import { testRedis } from "../support/redis.js";
 import { redisAvailable } from "../support/services.js";
 import { modelFor } from "../model/reference-model.js";
@@ -29,36 +29,12 @@ const RUNS = Number(process.env.PROPERTY_RUNS ?? 60);
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
 const HOT = 5;
 
-/** The Redis store, and every bucket each of its round trips carried. */
-class CountingStore implements CounterStore {
-  readonly description = "counting";
-  readonly calls: CounterCall[] = [];
-  constructor(private readonly inner: CounterStore) {}
-  decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
-    this.calls.push(...calls);
-    return this.inner.decide(calls);
-  }
-  reset(ruleId: string, key: string): Promise<boolean> {
-    return this.inner.reset(ruleId, key);
-  }
-  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
-    return this.inner.releaseLease(lease, buckets);
-  }
-  close(): Promise<void> {
-    return Promise.resolve();
-  }
-  /** Units of `ruleId`'s buckets sent to Redis, in calls that were not dry runs. */
-  callsOf(ruleId: string): number {
-    return this.calls.filter((call) => call.buckets.some((b) => b.ruleId === ruleId)).length;
-  }
-}
-
 describe.runIf(await redisAvailable())("LeasingCounterStore over Redis", () => {
   let redis: Redis;
   let prefix: string;
   let cleanup: () => Promise<void>;
   let clock: ManualClock;
-  let counting: CountingStore;
+  let counting: RecordingCounterStore;
   const stores: LeasingCounterStore[] = [];
 
   beforeAll(() => {
@@ -68,7 +44,7 @@ describe.runIf(await redisAvailable())("LeasingCounterStore over Redis", () => {
   beforeEach(async () => {
     await deleteByPrefix(redis, prefix);
     clock = new ManualClock(T0);
-    counting = new CountingStore(new RedisCounterStore(redis, { layout: new KeyLayout(prefix, 4), clock }));
+    counting = new RecordingCounterStore(new RedisCounterStore(redis, { layout: new KeyLayout(prefix, 4), clock }));
     stores.length = 0;
   });
 

@@ -11,7 +11,6 @@
  * the comparison is not an empty one.
  */
 
-import type { LeasedBucket } from "../../../src/domain/lease.js";
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { print } from "graphql";
@@ -21,7 +20,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { CheckFastPath } from "../../../src/api/fast-path/check-fast-path.js";
 import type { Services } from "../../../src/api/context.js";
 import { buildApiSchema } from "../../../src/api/schema.js";
-import type { ApiKey, ApiKeyCredential, ApiKeyRepository, CounterCall, CounterReply, CounterStore, ShardedCounterStore } from "../../../src/domain/ports.js";
+import type { ApiKey, ApiKeyCredential, ApiKeyRepository, CounterCall, CounterStore, ShardedCounterStore } from "../../../src/domain/ports.js";
 import type { Rule } from "../../../src/domain/rule.js";
 import { ApiKeyService } from "../../../src/engine/access/api-key-service.js";
 import { KnownApiKeys } from "../../../src/engine/access/known-api-keys.js";
@@ -48,6 +47,7 @@ import {
 } from "../../generated/graphql.js";
 import { capturedLog } from "../../support/captured-log.js";
 import { ManualClock } from "../../support/clock.js";
+import { RecordingCounterStore } from "../../support/recording-counter-store.js";
 import { InMemoryRuleRepository } from "../../support/in-memory-rule-repository.js";
 import { listenToEvents } from "../../../src/event-listeners.js";
 
@@ -110,28 +110,9 @@ class FixedApiKeys implements ApiKeyRepository {
 }
 
 /** Fails every call of tenant boom's rule with an error no one expects (an INTERNAL_SERVER_ERROR), and passes the others on. */
-class ExplodingStore implements CounterStore {
-  readonly description = "exploding";
-  constructor(private readonly inner: CounterStore) {}
-
-  decide(calls: readonly CounterCall[]): Promise<CounterReply[]> {
-    if (calls.some((call) => call.buckets.some((bucket) => bucket.ruleId === "boom-rule"))) {
-      return Promise.reject(new Error("the store's disk is on fire at /var/lib/store.db"));
-    }
-    return this.inner.decide(calls);
-  }
-
-  reset(ruleId: string, key: string): Promise<boolean> {
-    return this.inner.reset(ruleId, key);
-  }
-
-  releaseLease(lease: string, buckets: readonly LeasedBucket[]): Promise<boolean> {
-    return this.inner.releaseLease(lease, buckets);
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
-  }
+function explodingStore(inner: CounterStore): CounterStore {
+  const boom = (calls: readonly CounterCall[]) => calls.some((call) => call.buckets.some((bucket) => bucket.ruleId === "boom-rule"));
+  return new RecordingCounterStore(inner, (calls) => (boom(calls) ? new Error("the store's disk is on fire at /var/lib/store.db") : null));
 }
 
 /** A store that never answers, so that every rule decides by its failureMode (degraded). */
@@ -162,7 +143,7 @@ async function startSide(storage: Storage, clock: ManualClock, fastPath: boolean
   const memory = new MemoryCounterStore({ clock });
   const counters: CounterStore =
     storage === "memory"
-      ? new ExplodingStore(memory)
+      ? explodingStore(memory)
       : new ResilientCounterStore({
           primary: UNREACHABLE,
           local: memory,
