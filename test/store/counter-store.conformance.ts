@@ -399,6 +399,14 @@ export function counterStoreConformance(name: string, factory: StoreFactory): vo
         const replies = await store.decide([1, 2, 3].map(() => ({ buckets: [one], cost: 1, dryRun: false })));
         expect(replies.map((r) => r.allowed)).toEqual([true, true, false]);
       });
+
+      it("keeps apart buckets whose keys differ only beyond ASCII, in one call with ASCII ones", async () => {
+        // ë is U+00EB and ǫ U+01EB: one byte apart in Latin-1's truncation, two different buckets in UTF-8.
+        const keys = ["user:zoe", "user:zo\u00eb", "user:zo\u01eb", "user:😀", "user:\u00ff"];
+        const calls = [...keys, ...keys, ...keys].map((key) => ({ buckets: [bucket("unicode", { algorithm: "FIXED_WINDOW", limit: 2 }, key)], cost: 1, dryRun: false }));
+        const replies = await store.decide(calls);
+        expect(replies.map((r) => r.allowed)).toEqual([...keys.map(() => true), ...keys.map(() => true), ...keys.map(() => false)]);
+      });
     });
   });
 }
