@@ -8,6 +8,16 @@
  * subscribes again by itself; the cache is live again at the next LISTENING.
  * A silently dead connection is thus noticed within PING_MS +
  * PONG_TIMEOUT_MS, the longest a missed invalidation can be served.
+ *
+ * The waits between attempts are the feed's own, not graphql-ws's: graphql-ws
+ * connects when subscribed and never tries again by itself. Its dispose()
+ * waits for the connection under way, and that connection only starts when
+ * graphql-ws's own wait before it has ended: a client closed during an
+ * outage waited up to the longest wait, 10 s, and forever for a connection
+ * that Floodgate accepted and never answered. A wait of the feed's own is
+ * cancelled by close(), and a connection not yet acknowledged is abandoned
+ * (graphql-ws's terminate): close() returns at once. An attempt that goes
+ * CONNECT_TIMEOUT_MS unacknowledged is abandoned too, and tried again.
  */
 
 import { createClient, type Client } from "graphql-ws/client";
@@ -17,7 +27,9 @@ import type { RefusalCache } from "./refusal-cache.js";
 
 export const PING_MS = 5_000;
 export const PONG_TIMEOUT_MS = 3_000;
-/** Waits before subscribing again after the subscription failed, or connecting again after the socket did: doubling up to the last. */
+/** An attempt to connect not acknowledged by then is abandoned and made again after a wait (the cache is not live meanwhile). */
+export const CONNECT_TIMEOUT_MS = 5_000;
+/** Waits before subscribing again after the subscription failed, for whatever reason: doubling up to the last. */
 const RETRY_WAITS_MS = [250, 500, 1_000, 2_000, 5_000, 10_000];
 
 interface Closable {
@@ -40,42 +52,44 @@ export class InvalidationFeed {
   private resubscribe: ReturnType<typeof setTimeout> | null = null;
   private failures = 0;
   private closed = false;
+  /** The connection graphql-ws has had acknowledged; null while one is under way, and between connections. */
+  private socket: Closable | null = null;
+  private connectTimer: ReturnType<typeof setTimeout> | null = null;
+  private pongTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private readonly options: InvalidationFeedOptions) {
     const url = new URL(options.url);
     url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-    let socket: Closable | null = null;
-    let pongTimer: ReturnType<typeof setTimeout> | null = null;
-    const stopWaitingForPong = () => {
-      if (pongTimer !== null) clearTimeout(pongTimer);
-      pongTimer = null;
-    };
     this.client = createClient({
       url: url.href,
       webSocketImpl: options.WebSocket,
       connectionParams: { authorization: options.authorization },
-      lazy: false,
+      lazy: true,
       keepAlive: PING_MS,
-      retryAttempts: Number.POSITIVE_INFINITY,
-      shouldRetry: () => true,
-      retryWait: (retries) => new Promise((resolve) => setTimeout(resolve, waitBefore(retries))),
+      retryAttempts: 0,
       on: {
+        connecting: () => {
+          this.stopTimer("connectTimer");
+          this.connectTimer = setTimeout(() => this.client.terminate(), CONNECT_TIMEOUT_MS);
+        },
         connected: (connected) => {
-          socket = connected as Closable;
+          this.stopTimer("connectTimer");
+          this.socket = connected as Closable;
         },
         closed: () => {
-          stopWaitingForPong();
-          socket = null;
+          this.stopTimer("connectTimer");
+          this.stopTimer("pongTimer");
+          this.socket = null;
           options.cache.setLive(false);
         },
         ping: (received) => {
           if (received) return;
-          stopWaitingForPong();
+          this.stopTimer("pongTimer");
           // 4408: graphql-ws's own code for a peer that stopped answering.
-          pongTimer = setTimeout(() => socket?.close(4408, "no pong"), PONG_TIMEOUT_MS);
+          this.pongTimer = setTimeout(() => this.socket?.close(4408, "no pong"), PONG_TIMEOUT_MS);
         },
         pong: (received) => {
-          if (received) stopWaitingForPong();
+          if (received) this.stopTimer("pongTimer");
         },
       },
     });
@@ -84,9 +98,10 @@ export class InvalidationFeed {
 
   close(): Promise<void> {
     this.closed = true;
-    if (this.resubscribe !== null) clearTimeout(this.resubscribe);
+    this.stopTimer("resubscribe");
     this.unsubscribe?.();
     this.options.cache.setLive(false);
+    if (this.socket === null) this.client.terminate();
     // graphql-ws's dispose() rejects with the last connection attempt's error when Floodgate was down: closing still succeeds.
     return Promise.resolve(this.client.dispose()).catch(() => undefined);
   }
@@ -114,14 +129,21 @@ export class InvalidationFeed {
     );
   }
 
-  /** The subscription ended: what it would have said is lost, so the cache forgets and the feed subscribes again. */
+  /** The subscription ended, or its connection failed: what it would have said is lost, so the cache forgets and the feed subscribes again after a wait. */
   private failed(): void {
     this.options.cache.setLive(false);
     if (this.closed) return;
+    this.stopTimer("resubscribe");
     this.resubscribe = setTimeout(() => {
       this.resubscribe = null;
       if (!this.closed) this.subscribe();
     }, waitBefore(this.failures++));
+  }
+
+  private stopTimer(which: "connectTimer" | "pongTimer" | "resubscribe"): void {
+    const timer = this[which];
+    if (timer !== null) clearTimeout(timer);
+    this[which] = null;
   }
 }
 

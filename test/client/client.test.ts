@@ -11,8 +11,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { FloodgateClient, FloodgateError, type FetchFunction, type FloodgateDecision } from "floodgate/client";
 import { BanDocument, CheckLimitsAsTheClientHasItDocument, UnbanDocument, UpdateRuleDocument } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
-import { apiKey, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
+import { apiKey, hangingUpServer, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
 import { startTcpProxy } from "../harness/tcp-proxy.js";
+import { CONNECT_TIMEOUT_MS } from "../../src/client/invalidation-feed.js";
 
 const clients: FloodgateClient[] = [];
 const cleanups: (() => Promise<void>)[] = [];
@@ -307,6 +308,20 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       expect(["COUNTER_STORE", "OVER_LIMIT_CACHE"]).toContain(again.source);
       expect(await client.check(request)).toMatchObject({ allowed: false, source: "CLIENT_REFUSAL_CACHE" });
     });
+
+    it("abandons a push channel connection Floodgate leaves unanswered, and listens once Floodgate answers", async () => {
+      const tenantId = newTenant();
+      const port = Number(new URL(suite.t.app.url).port);
+      const proxy = await startTcpProxy("127.0.0.1", port);
+      cleanups.push(() => proxy.stop());
+      proxy.answer(false);
+      const client = track(patientClient(`http://127.0.0.1:${proxy.port}/graphql`, await apiKey(suite.client, tenantId)));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(client.stats().refusalCache?.live).toBe(false);
+      proxy.answer(true);
+      // The held connection is given up CONNECT_TIMEOUT_MS after it began, and the next one is answered.
+      await until(() => client.stats().refusalCache?.live === true, "the push channel to listen", CONNECT_TIMEOUT_MS + 10_000);
+    });
   });
 
   describe("failure modes", () => {
@@ -458,6 +473,36 @@ describe("FloodgateClient close()", () => {
     const client = new FloodgateClient({ url: await refusingUrl(), token: "t" });
     await new Promise((resolve) => setTimeout(resolve, 300));
     await expect(client.close()).resolves.toBeUndefined();
+  });
+
+  it("returns at once while its push channel waits to connect again, and the channel tries no more", async () => {
+    const floodgate = await hangingUpServer();
+    try {
+      const client = new FloodgateClient({ url: floodgate.url, token: "t" });
+      // The channel connects at once, then again 250, 500, 1,000 and 2,000 ms after each failure: after the fifth it waits 5 s.
+      await until(() => floodgate.connections() === 5, "the push channel's fifth attempt", 20_000);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const started = performance.now();
+      await client.close();
+      expect(performance.now() - started).toBeLessThan(1_000);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(floodgate.connections()).toBe(5);
+    } finally {
+      await floodgate.close();
+    }
+  });
+
+  it("returns at once while its push channel's connection waits for an answer that never comes", async () => {
+    const silent = await silentServer();
+    try {
+      const client = new FloodgateClient({ url: silent.url, token: "t" });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const started = performance.now();
+      await client.close();
+      expect(performance.now() - started).toBeLessThan(1_000);
+    } finally {
+      await silent.close();
+    }
   });
 });
 

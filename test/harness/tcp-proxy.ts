@@ -1,7 +1,10 @@
 /**
  * A TCP proxy the test can cut: stop() drops every connection and refuses new
  * ones, as a network partition or a dead database would look from the
- * service; start() lets traffic through again on the same port.
+ * service; start() lets traffic through again on the same port. answer(false)
+ * keeps it listening but holds each new connection unanswered, as a server
+ * too busy to answer or a half-dead balancer would; answer(true) forwards new
+ * connections again.
  */
 
 import { createServer, connect, type Server, type Socket } from "node:net";
@@ -11,15 +14,23 @@ export interface TcpProxy {
   port: number;
   start(): Promise<void>;
   stop(): Promise<void>;
+  answer(forward: boolean): void;
 }
 
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const port = await freePort();
   const sockets = new Set<Socket>();
   let server: Server | null = null;
+  let forwarding = true;
   const start = () =>
     new Promise<void>((resolve, reject) => {
       server = createServer((client) => {
+        if (!forwarding) {
+          sockets.add(client);
+          client.on("close", () => sockets.delete(client));
+          client.on("error", () => client.destroy());
+          return;
+        }
         const upstream = connect({ host: targetHost, port: targetPort });
         for (const socket of [client, upstream]) {
           sockets.add(socket);
@@ -42,6 +53,9 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       const running = server;
       server = null;
       if (running) await new Promise<void>((resolve) => running.close(() => resolve()));
+    },
+    answer: (forward) => {
+      forwarding = forward;
     },
   };
 }

@@ -42,6 +42,22 @@ export async function refusingUrl(): Promise<string> {
   return `http://127.0.0.1:${await freePort()}/graphql`;
 }
 
+/** A server that hangs up every connection as soon as it is made, counting them: a Floodgate going down and up, seen from outside. */
+export async function hangingUpServer(): Promise<{ url: string; connections(): number; close(): Promise<void> }> {
+  let connections = 0;
+  const server: Server = createServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/graphql`,
+    connections: () => connections,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
 /** A server that accepts connections and never answers: only a deadline ends a request to it. */
 export async function silentServer(): Promise<{ url: string; close(): Promise<void> }> {
   const sockets = new Set<Socket>();

@@ -3,7 +3,8 @@
  * here under the "node" condition): an undici Pool, keep-alive and without
  * pipelining, which made about 14k requests/s where Node 20's global fetch
  * made 2.7k (docs: ENVIRONMENT.md), and `ws` for the push channel where the
- * runtime has no WebSocket of its own (Node 20). Node also has what LOCAL
+ * runtime has no WebSocket of its own (Node 20), never without a listener for
+ * its errors (HeardWebSocket). Node also has what LOCAL
  * needs (node:crypto and node:net, through the domain's request parsing and
  * bucket keys).
  *
@@ -87,8 +88,25 @@ class ResponseText implements Dispatcher.DispatchHandlers {
   }
 }
 
+/**
+ * ws's WebSocket, always heard when it fails. The push channel abandons a
+ * connection not yet acknowledged (graphql-ws's terminate, at close() and at
+ * its connect timeout), and graphql-ws lets go of the socket's error handler
+ * as it does: ws then emits "closed before the connection was established"
+ * to no one, which an EventEmitter throws, taking the caller's process down.
+ * The close that follows is what the channel acts on; the error is nothing
+ * it needs. (A runtime's own WebSocket is an EventTarget: an error nobody
+ * listens to is dropped.)
+ */
+class HeardWebSocket extends WebSocket {
+  constructor(url: string, protocols?: string | string[]) {
+    super(url, protocols);
+    this.on("error", () => undefined);
+  }
+}
+
 export const platform: Platform = {
   transport: poolTransport,
-  WebSocket: (globalThis.WebSocket as Platform["WebSocket"] | undefined) ?? (WebSocket as unknown as Platform["WebSocket"]),
+  WebSocket: (globalThis.WebSocket as Platform["WebSocket"] | undefined) ?? (HeardWebSocket as unknown as Platform["WebSocket"]),
   LocalLimiter,
 };
