@@ -5,13 +5,13 @@
  * history, and the per-tenant cap exact with two instances adding at once.
  */
 
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDatabase, type Database, type DatabaseTarget } from "../../src/db/database.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { openDatabase, type DatabaseTarget } from "../../src/db/database.js";
 import { PrismaAccessListRepository } from "../../src/db/prisma-access-list-repository.js";
 import type { ListEntrySpec } from "../../src/domain/access-list.js";
 import { ConflictError, ValidationError } from "../../src/domain/errors.js";
 import { ManualClock } from "../support/clock.js";
-import { freshPostgresDatabases } from "../support/databases.js";
+import { freshPostgresDatabases, migratedDatabase } from "../support/databases.js";
 import { postgresAvailable } from "../support/services.js";
 
 const T0 = Date.UTC(2026, 11, 3, 12, 0, 0, 123);
@@ -20,19 +20,13 @@ const QUOTA = { maxPerTenant: 100, field: "input.tenantId" };
 const spec = (fields: Partial<ListEntrySpec> = {}): ListEntrySpec => ({ tenantId: "acme", list: "DENY", kind: "IP", value: "10.0.0.0/8", note: "scanners", expiresAt: null, ...fields });
 
 function repositoryCases(target: () => Promise<DatabaseTarget>): void {
-  let database: Database;
+  const database = migratedDatabase(target, "case");
   let clock: ManualClock;
   let repo: PrismaAccessListRepository;
 
-  beforeEach(async () => {
-    database = await openDatabase(await target());
-    await database.migrate();
+  beforeEach(() => {
     clock = new ManualClock(T0);
-    repo = new PrismaAccessListRepository(database.prisma, () => new Date(clock.now()));
-  });
-
-  afterEach(async () => {
-    await database.close();
+    repo = new PrismaAccessListRepository(database().prisma, () => new Date(clock.now()));
   });
 
   it("reads back what it added, by id, by tenant and list, and among every entry", async () => {
