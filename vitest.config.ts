@@ -22,5 +22,9 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Vitest's default is one file at a time on two cores (the CPUs less one). Most files
+    // spend their time waiting on the servers they start: two at a time took the whole
+    // suite from 13 to 9.5 minutes on this project's 2-core machine, every test passing.
+    maxWorkers: 2,
   },
 });
