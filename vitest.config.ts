@@ -1,8 +1,15 @@
 import { createRequire } from "node:module";
 import { defaultServerConditions } from "vite";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 const require = createRequire(import.meta.url);
+
+/**
+ * The files that build the package (`npm run build`) and then run what they built. Two
+ * at once would have one tsc rewrite dist/ while the other's processes load it, so they
+ * run one at a time, after the rest of the suite.
+ */
+const BUILDING = ["test/client/package.test.ts", "test/bench/bench-smoke.test.ts"];
 
 export default defineConfig({
   resolve: {
@@ -17,14 +24,19 @@ export default defineConfig({
     resolve: { conditions: ["floodgate-source", ...defaultServerConditions] },
   },
   test: {
-    include: ["test/**/*.test.ts"],
     setupFiles: ["test/support/setup.ts"],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: "forks",
-    // Vitest's default is one file at a time on two cores (the CPUs less one). Most files
-    // spend their time waiting on the servers they start: two at a time took the whole
-    // suite from 13 to 9.5 minutes on this project's 2-core machine, every test passing.
-    maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        // Vitest's default is one file at a time on two cores (the CPUs less one). Most files
+        // spend their time waiting on the servers they start: two at a time took the whole
+        // suite from 13 to 9.5 minutes on this project's 2-core machine, every test passing.
+        test: { name: "suite", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, ...BUILDING], maxWorkers: 2 },
+      },
+      { extends: true, test: { name: "building", include: BUILDING, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+    ],
   },
 });
