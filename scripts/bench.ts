@@ -15,12 +15,13 @@
  * one grpc-js channel to its GRPC_PORT, 32 calls in flight, as an Envoy
  * would ask Envoy's rate limit service (scripts/bench/grpc-load.ts). The scenarios are
  * interleaved round after round so that drift in the machine's load falls on
- * all of them alike; each figure is the median over the rounds, after one
- * short warm-up run of every scenario. One of the rounds' scenarios is the
- * ceiling, decide.lua alone pipelined by redis-benchmark, measured just before
- * checkLimitsBatch in every round: the batch's share of it is taken round by
- * round (the median of the rounds' shares), so that the two are measured on
- * the same host within seconds, not minutes apart.
+ * all of them alike; each figure of the table is the median over the rounds,
+ * after one short warm-up run of every scenario, and each ratio of the goals
+ * the median of the rounds' ratios (two scenarios of one round run a minute
+ * or two apart at most; the medians of a run can fall minutes apart). One of
+ * the rounds' scenarios is the ceiling, decide.lua alone pipelined by
+ * redis-benchmark, measured just before checkLimitsBatch in every round, so
+ * that the batch's share of it compares runs seconds apart.
  *
  * `npm run bench -- --overrides` runs only the plain single check beside the
  * one with 100,000 overrides, and prints their ratio; `npm run bench --
@@ -206,10 +207,9 @@ async function main(): Promise<void> {
       for (const runs of clientRuns.values()) runs.length = 0;
     });
 
-    const results = medians(rounds);
-    console.log(table(results));
+    console.log(table(medians(rounds)));
     console.log(clientNote(clientRuns));
-    console.log(goals(results, servers, shareOfCeiling(rounds, scenarios[scenarios.indexOf(ceiling) + 1]!, ceiling)));
+    console.log(goals(rounds, servers, ceiling));
     for (const server of Object.values(servers)) await server.stop();
     console.log(hotBucketTable(await hotBucketRuns(cleanups)));
   } finally {
@@ -245,26 +245,44 @@ function ceilingScenario(redis: Redis, rules: readonly Rule[]): Scenario {
   };
 }
 
+/** Of two scenarios, the ratio of their decisions/s in each round, in the order of the rounds. */
+function ratiosByRound(rounds: Rounds, a: Scenario, b: Scenario): number[] {
+  const bs = rounds.get(b)!;
+  return rounds.get(a)!.map((m, i) => m.decisionsPerSecond / bs[i]!.decisionsPerSecond);
+}
+
+/** A's decisions/s against b's, round by round: the median of the rounds' ratios, and its text with each round's. */
+function pairedRatio(rounds: Rounds, a: Scenario, b: Scenario): { median: number; text: string } {
+  const ratios = ratiosByRound(rounds, a, b);
+  const median = middle(ratios);
+  const times = (r: number) => `${fmt(r, 2)}x`;
+  return { median, text: `${times(median)}${eachRound(ratios, times)}` };
+}
+
+/** Each round's figure, in brackets after the median's, when there was more than one round. */
+function eachRound(figures: readonly number[], format: (figure: number) => string): string {
+  return figures.length === 1 ? "" : ` [${figures.map(format).join(", ")}]`;
+}
+
 /**
  * A row's share of the ceiling measured next to it, round by round: the
  * median of the rounds' shares (the goal's figure), and each round's.
  */
 function shareOfCeiling(rounds: Rounds, row: Scenario, ceiling: Scenario): { median: number; text: string } {
-  const ceilings = rounds.get(ceiling)!;
-  const shares = rounds.get(row)!.map((m, i) => m.decisionsPerSecond / ceilings[i]!.decisionsPerSecond);
+  const shares = ratiosByRound(rounds, row, ceiling);
   const median = middle(shares);
   const round = shares.indexOf(median);
   const percent = (share: number) => `${fmt(100 * share, 0)}%`;
   return {
     median,
-    text: `${percent(median)} (${fmt(rounds.get(row)![round]!.decisionsPerSecond, 0)} of ${fmt(ceilings[round]!.decisionsPerSecond, 0)}; rounds ${shares.map(percent).join(", ")})`,
+    text: `${percent(median)} (${fmt(rounds.get(row)![round]!.decisionsPerSecond, 0)} of ${fmt(rounds.get(ceiling)![round]!.decisionsPerSecond, 0)})${eachRound(shares, percent)}`,
   };
 }
 
 /**
  * `npm run bench -- --batch`: checkLimitsBatch of BATCH on one instance and on
  * two sharing the same connections, in rounds, and their shares of the Redis
- * ceiling measured before them: whether one server process or the machine is
+ * ceiling measured between them: whether one server process or the machine is
  * the bound.
  */
 async function compareBatch(redis: Redis, databaseUrl: string, rules: Rule[], cleanups: (() => Promise<unknown>)[]): Promise<void> {
@@ -284,7 +302,7 @@ async function compareBatch(redis: Redis, databaseUrl: string, rules: Rule[], cl
   const rounds = await measureInRounds([one, ceiling, two]);
   console.log(table(medians(rounds)));
   console.log(
-    `\ncheckLimitsBatch of ${BATCH}: ${shareOfCeiling(rounds, one, ceiling).text} of the ceiling (goal >= 60%); on 2 instances ${shareOfCeiling(rounds, two, ceiling).text}`,
+    `\ncheckLimitsBatch of ${BATCH}, its share of the ceiling (goal >= 60%), the median of the rounds' [each round's]: ${shareOfCeiling(rounds, one, ceiling).text}; on 2 instances ${shareOfCeiling(rounds, two, ceiling).text}`,
   );
 }
 
@@ -312,12 +330,14 @@ async function compareOverrides(plainUrl: string, overriddenUrl: string, bodies:
   ]);
   cleanups.push(() => Promise.all([plain.stop(), overridden.stop()]));
   for (const server of [plain, overridden]) await expectDecision(server, bodies[0]!, true);
-  const scenarios = [http("single check", plain, 32, bodies), http("single check", overridden, 32, bodies)];
+  const [a, b] = [http("single check", plain, 32, bodies), http("single check", overridden, 32, bodies)];
   console.log(header());
-  const results = medians(await measureInRounds(scenarios));
+  const rounds = await measureInRounds([a, b]);
+  const results = medians(rounds);
   console.log(table(results));
-  const [a, b] = [...results.values()] as [Measured, Measured];
-  console.log(`\n${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule: ${fmt(b.decisionsPerSecond / a.decisionsPerSecond, 2)}x the plain check's decisions/s, ${fmt(b.cpuUsPerDecision / a.cpuUsPerDecision, 2)}x its CPU per decision`);
+  console.log(
+    `\n${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule: ${pairedRatio(rounds, b, a).text} the plain check's decisions/s (the median of the rounds' [each round's]), ${fmt(results.get(b)!.cpuUsPerDecision / results.get(a)!.cpuUsPerDecision, 2)}x its CPU per decision`,
+  );
 }
 
 /**
@@ -345,16 +365,16 @@ async function compareClient(databaseUrl: string, bodies: string[], cleanups: ((
     clientScenario(`client, ${CLIENT_CALLERS} callers, batch.parallel 1`, floodgate, client, "normal, one request a batch", clientRuns.get("normal, one request a batch")!),
   ];
   console.log(header());
-  const results = medians(
-    await measureInRounds(scenarios, () => {
-      for (const runs of clientRuns.values()) runs.length = 0;
-    }),
-  );
+  const rounds = await measureInRounds(scenarios, () => {
+    for (const runs of clientRuns.values()) runs.length = 0;
+  });
+  const results = medians(rounds);
   console.log(table(results));
   for (const [workload, runs] of clientRuns) console.log(`client, ${workload}: ${batchingOf(runs)}`);
   const [c, b] = [results.get(viaClient)!, results.get(base32)!];
+  const paired = pairedRatio(rounds, viaClient, base32);
   console.log(
-    `\nclient, ${CLIENT_CALLERS} concurrent callers: ${ratio(c.decisionsPerSecond, b.decisionsPerSecond)} the baseline's decisions/s, p99 ${fmt(c.p99, 2)} vs ${fmt(b.p99, 2)} ms (goal >= 1.50x, p99 no worse: ${c.decisionsPerSecond >= 1.5 * b.decisionsPerSecond && c.p99 <= b.p99 ? "met" : "NOT met"})`,
+    `\nclient, ${CLIENT_CALLERS} concurrent callers: ${paired.text} the baseline's decisions/s (the median of the rounds' [each round's]), p99 ${fmt(c.p99, 2)} vs ${fmt(b.p99, 2)} ms (goal >= 1.50x, p99 no worse: ${paired.median >= 1.5 && c.p99 <= b.p99 ? "met" : "NOT met"})`,
   );
 }
 
@@ -555,13 +575,21 @@ function batchingOf(measured: readonly ClientRunResult[]): string {
   return `${fmt(batches, 0)} requests to Floodgate, ${fmt(batches === 0 ? NaN : batched / batches, 1)} checks each on average`;
 }
 
-function goals(results: Map<Scenario, Measured>, servers: Servers, batchShare: { median: number; text: string }): string {
+/**
+ * The goals, each ratio taken round by round (two scenarios of one round run
+ * a minute or two apart at most, where the medians of the whole run can fall
+ * minutes apart on a host whose speed drifts): the median of the rounds'
+ * ratios decides, and each round's is shown. Latencies compare the medians.
+ */
+function goals(rounds: Rounds, servers: Servers, ceiling: Scenario): string {
   const { floodgate, floodgateMany, floodgateOverrides, floodgateNoCache, floodgateNoUsage, baseline } = servers;
+  const results = medians(rounds);
   const find = (name: string, server: ServerProcess, connections: number) =>
-    [...results].find(([s]) => s.name.startsWith(name) && s.server === server && s.connections === connections)![1];
+    [...rounds.keys()].find((s) => s.name.startsWith(name) && s.server === server && s.connections === connections)!;
   const fg32 = find("single", floodgate, 32);
   const base32 = find("single", baseline, 32);
   const fg1 = find("single", floodgate, 1);
+  const batch = find("checkLimitsBatch", floodgate, BATCH_CONNECTIONS);
   const many = find("single", floodgateMany, 32);
   const overridden = find("single", floodgateOverrides, 32);
   const noUsage = find("single", floodgateNoUsage, 32);
@@ -570,57 +598,54 @@ function goals(results: Map<Scenario, Measured>, servers: Servers, batchShare: {
   const client = find(`client, ${CLIENT_CALLERS} concurrent callers`, floodgate, CLIENT_CALLERS);
   const clientAttack = find("client, attack", floodgate, CLIENT_CALLERS);
   const grpc32 = find("gRPC ShouldRateLimit", floodgate, GRPC_STREAMS);
+  const of = (scenario: Scenario) => results.get(scenario)!;
+  const paired = (a: Scenario, b: Scenario) => pairedRatio(rounds, a, b);
   const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+  const singles = paired(fg32, base32);
+  const share = shareOfCeiling(rounds, batch, ceiling);
+  const manyRules = paired(many, fg32);
+  const overrides = paired(overridden, fg32);
+  const usage = paired(fg32, noUsage);
+  const attacked = paired(attack, fg32);
+  const clients = paired(client, base32);
+  const clientAttacked = paired(clientAttack, client);
   const rows = [
     [
       "single check, 32 conns: Floodgate >= 1.5x baseline decisions/s, p99 no worse",
-      `${ratio(fg32.decisionsPerSecond, base32.decisionsPerSecond)} decisions/s, p99 ${fmt(fg32.p99, 2)} vs ${fmt(base32.p99, 2)} ms`,
-      verdict(fg32.decisionsPerSecond >= 1.5 * base32.decisionsPerSecond && fg32.p99 <= base32.p99),
+      `${singles.text} decisions/s, p99 ${fmt(of(fg32).p99, 2)} vs ${fmt(of(base32).p99, 2)} ms`,
+      verdict(singles.median >= 1.5 && of(fg32).p99 <= of(base32).p99),
     ],
-    [
-      `checkLimitsBatch of ${BATCH} >= 60% of the redis-benchmark ceiling (median of the rounds' shares)`,
-      batchShare.text,
-      verdict(batchShare.median >= 0.6),
-    ],
-    ["1 connection: p99 < 1 ms", `${fmt(fg1.p99, 3)} ms`, verdict(fg1.p99 < 1)],
-    [
-      `${MANY_RULES.toLocaleString("en")} rules: within 10% of ${FEW_RULES} rules`,
-      ratio(many.decisionsPerSecond, fg32.decisionsPerSecond),
-      verdict(many.decisionsPerSecond >= 0.9 * fg32.decisionsPerSecond),
-    ],
-    [
-      `${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule: within 10% of the plain check`,
-      ratio(overridden.decisionsPerSecond, fg32.decisionsPerSecond),
-      verdict(overridden.decisionsPerSecond >= 0.9 * fg32.decisionsPerSecond),
-    ],
+    [`checkLimitsBatch of ${BATCH} >= 60% of the redis-benchmark ceiling`, share.text, verdict(share.median >= 0.6)],
+    ["1 connection: p99 < 1 ms", `${fmt(of(fg1).p99, 3)} ms`, verdict(of(fg1).p99 < 1)],
+    [`${MANY_RULES.toLocaleString("en")} rules: within 10% of ${FEW_RULES} rules`, manyRules.text, verdict(manyRules.median >= 0.9)],
+    [`${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule: within 10% of the plain check`, overrides.text, verdict(overrides.median >= 0.9)],
     [
       "usage counting on: within 5% of off (single check, 32 conns)",
-      `${ratio(fg32.decisionsPerSecond, noUsage.decisionsPerSecond)} decisions/s, CPU µs/decision ${fmt(fg32.cpuUsPerDecision, 1)} vs ${fmt(noUsage.cpuUsPerDecision, 1)}`,
-      verdict(fg32.decisionsPerSecond >= 0.95 * noUsage.decisionsPerSecond),
+      `${usage.text} decisions/s, CPU µs/decision ${fmt(of(fg32).cpuUsPerDecision, 1)} vs ${fmt(of(noUsage).cpuUsPerDecision, 1)}`,
+      verdict(usage.median >= 0.95),
     ],
     [
       "attack on one key over its limit: >= 5x normal single checks",
-      `${ratio(attack.decisionsPerSecond, fg32.decisionsPerSecond)} (cache off: ${ratio(attackNoCache.decisionsPerSecond, fg32.decisionsPerSecond)})`,
-      verdict(attack.decisionsPerSecond >= 5 * fg32.decisionsPerSecond),
+      `${attacked.text} (cache off: ${paired(attackNoCache, fg32).text})`,
+      verdict(attacked.median >= 5),
     ],
     [
       `client, ${CLIENT_CALLERS} concurrent callers >= 1.5x baseline decisions/s at 32 conns, p99 no worse`,
-      `${ratio(client.decisionsPerSecond, base32.decisionsPerSecond)} decisions/s, p99 ${fmt(client.p99, 2)} vs ${fmt(base32.p99, 2)} ms`,
-      verdict(client.decisionsPerSecond >= 1.5 * base32.decisionsPerSecond && client.p99 <= base32.p99),
+      `${clients.text} decisions/s, p99 ${fmt(of(client).p99, 2)} vs ${fmt(of(base32).p99, 2)} ms`,
+      verdict(clients.median >= 1.5 && of(client).p99 <= of(base32).p99),
     ],
     [
       `gRPC ShouldRateLimit, ${GRPC_STREAMS} streams, beside the GraphQL single check at 32 conns and the baseline`,
-      `${ratio(grpc32.decisionsPerSecond, fg32.decisionsPerSecond)} of GraphQL, ${ratio(grpc32.decisionsPerSecond, base32.decisionsPerSecond)} of baseline decisions/s, p99 ${fmt(grpc32.p99, 2)} vs ${fmt(fg32.p99, 2)} ms`,
+      `${paired(grpc32, fg32).text} of GraphQL, ${paired(grpc32, base32).text} of baseline decisions/s, p99 ${fmt(of(grpc32).p99, 2)} vs ${fmt(of(fg32).p99, 2)} ms`,
       "(measured)",
     ],
-    [
-      "client, attack on one key >= 20x the client's normal checks/s",
-      ratio(clientAttack.decisionsPerSecond, client.decisionsPerSecond),
-      verdict(clientAttack.decisionsPerSecond >= 20 * client.decisionsPerSecond),
-    ],
+    ["client, attack on one key >= 20x the client's normal checks/s", clientAttacked.text, verdict(clientAttacked.median >= 20)],
   ];
   const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return ["\ngoals (ratios from the same run):", ...rows.map((r) => `  ${r.map((c, i) => c.padEnd(widths[i]!)).join("  ")}`)].join("\n");
+  return [
+    "\ngoals (ratios from the same run, taken round by round: their median, and each round's in brackets):",
+    ...rows.map((r) => `  ${r.map((c, i) => c.padEnd(widths[i]!)).join("  ")}`),
+  ].join("\n");
 }
 
 /**
@@ -663,10 +688,6 @@ function hotBucketTable(runs: readonly HotBucketRun[]): string {
     row(on),
     `  leases: ${fmt(fewer, 1)}x fewer Redis calls per check (goal >= 10x: ${fewer >= 10 ? "met" : "NOT met"}), over-admission ${on.overAdmission} (goal 0: ${on.overAdmission === 0 ? "met" : "NOT met"})`,
   ].join("\n");
-}
-
-function ratio(a: number, b: number): string {
-  return `${(a / b).toFixed(2)}x`;
 }
 
 function fmt(value: number, digits: number): string {
