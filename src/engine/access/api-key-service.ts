@@ -18,7 +18,7 @@
  * DATABASE_RETRY_MS, so an outage costs no connection timeout per request.
  */
 
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { authorize, ROLES, scopeTenant, type Principal, type Role } from "../../domain/access.js";
 import { NotFoundError, UnauthenticatedError, UnavailableError, ValidationError } from "../../domain/errors.js";
 import { LruCache } from "../../domain/lru-cache.js";
@@ -193,6 +193,7 @@ function principalOf(key: ApiKey): Principal {
   return { keyId: key.id, tenantId: key.tenantId, role: key.role };
 }
 
+/** crypto.hash, one call: about a third of a createHash chain's cost, on the path of every request that authenticates. */
 function sha256(text: string): Buffer {
-  return createHash("sha256").update(text).digest();
+  return hash("sha256", text, "buffer");
 }

@@ -13,7 +13,7 @@
  * enough for Redis's compact listpack encoding (values up to 64 bytes).
  */
 
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import calculateSlot from "cluster-key-slot";
 import type { BucketRef } from "../../domain/ports.js";
 import { fnv1a } from "../../domain/fnv1a.js";
@@ -27,7 +27,7 @@ export class KeyLayout {
   ) {}
 
   field(key: string): string {
-    return key.length <= MAX_PLAIN_FIELD ? key : `#${createHash("sha256").update(key).digest("base64url").slice(0, 22)}`;
+    return key.length <= MAX_PLAIN_FIELD ? key : `#${hash("sha256", key, "base64url").slice(0, 22)}`;
   }
 
   /** The keys a bucket's state may be in: the page pair, its log, its leases. */
