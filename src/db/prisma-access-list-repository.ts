@@ -17,12 +17,16 @@ import type { AccessList, ListEntry, ListEntryChange, ListEntryChangeKind, ListE
 import type { AccessListRepository, ListQuota } from "../domain/ports.js";
 import type { Prisma, AccessListChange as ChangeRow, AccessListEntry as EntryRow, PrismaClient } from "./generated/client.js";
 import { isPrismaError } from "./prisma-rule-repository.js";
+import { TenantTurns } from "./tenant-turns.js";
 import { unavailable } from "./unavailable.js";
 
 /** The first key of the tenants' list locks (pg_advisory_xact_lock(int, int)), "Lst" in ASCII: apart from the rule quota's. */
 const LIST_LOCKS = 0x4c7374;
 
 export class PrismaAccessListRepository implements AccessListRepository {
+  /** Adders of one tenant take turns here before their transaction (tenant-turns.ts). */
+  private readonly adders = new TenantTurns();
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly now: () => Date = () => new Date(),
@@ -45,7 +49,7 @@ export class PrismaAccessListRepository implements AccessListRepository {
   async add(id: string, spec: ListEntrySpec, actor: string, quota: ListQuota): Promise<ListEntry> {
     const at = this.now();
     try {
-      return await this.prisma.$transaction(async (tx) => {
+      return await this.adders.run([spec.tenantId], () => this.prisma.$transaction(async (tx) => {
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LIST_LOCKS}::int, hashtext(${spec.tenantId}::text))`;
         const identity = { tenantId: spec.tenantId, list: spec.list, kind: spec.kind, value: spec.value };
         const expired = await tx.accessListEntry.findFirst({ where: { ...identity, expiresAt: { lte: at } } });
@@ -60,7 +64,7 @@ export class PrismaAccessListRepository implements AccessListRepository {
         const entry = toEntry(await tx.accessListEntry.create({ data: { id, ...spec, createdAt: at, createdBy: actor } }));
         await record(tx, "ADDED", entry, actor, at);
         return entry;
-      });
+      }));
     } catch (error) {
       if (isPrismaError(error, "P2002")) {
         throw new ConflictError(`the ${spec.list.toLowerCase()} list of tenant ${JSON.stringify(spec.tenantId)} already holds ${spec.kind} ${JSON.stringify(spec.value)}`);

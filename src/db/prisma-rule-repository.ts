@@ -22,6 +22,7 @@ import type { AttributeCondition } from "../domain/attributes.js";
 import type { Calendar } from "../domain/calendar.js";
 import { withLaterFields, type AutoBan, type Dimension, type HttpMethod, type Rule, type RuleSpec } from "../domain/rule.js";
 import { Prisma, type PrismaClient, type Rule as RuleRow, type RuleOverride as OverrideRow, type RuleRevision as RevisionRow } from "./generated/client.js";
+import { TenantTurns } from "./tenant-turns.js";
 import { unavailable } from "./unavailable.js";
 
 type Transaction = Prisma.TransactionClient;
@@ -33,6 +34,9 @@ const BATCH_TIMEOUT_MS = 60_000;
 const QUOTA_LOCKS = 0x466c6f;
 
 export class PrismaRuleRepository implements RuleRepository {
+  /** Creators of one tenant take turns here before their transaction (tenant-turns.ts). */
+  private readonly creators = new TenantTurns();
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly now: () => Date = () => new Date(),
@@ -49,10 +53,12 @@ export class PrismaRuleRepository implements RuleRepository {
 
   async create(id: string, spec: RuleSpec, origin: ChangeOrigin = UNKNOWN_ORIGIN, maxRulesPerTenant = Number.POSITIVE_INFINITY): Promise<Rule> {
     try {
-      return await this.prisma.$transaction(async (tx) => {
-        await withinQuota(tx, new Map([[spec.tenantId, 1]]), maxRulesPerTenant);
-        return this.createIn(tx, id, spec, origin, this.now());
-      });
+      return await this.creators.run([spec.tenantId], () =>
+        this.prisma.$transaction(async (tx) => {
+          await withinQuota(tx, new Map([[spec.tenantId, 1]]), maxRulesPerTenant);
+          return this.createIn(tx, id, spec, origin, this.now());
+        }),
+      );
     } catch (error) {
       throw uniqueNameConflict(error, spec) ?? unavailable(error) ?? error;
     }
@@ -82,10 +88,11 @@ export class PrismaRuleRepository implements RuleRepository {
 
   async writeAll(writes: readonly RuleWrite[], origin: ChangeOrigin = UNKNOWN_ORIGIN, maxRulesPerTenant = Number.POSITIVE_INFINITY): Promise<Rule[]> {
     const at = this.now();
+    const creations = creationsByTenant(writes);
     try {
-      return await this.prisma.$transaction(
+      return await this.creators.run(creations.keys(), () => this.prisma.$transaction(
         async (tx) => {
-          await withinQuota(tx, creationsByTenant(writes), maxRulesPerTenant);
+          await withinQuota(tx, creations, maxRulesPerTenant);
           const written: Rule[] = [];
           for (const write of writes) {
             const rule =
@@ -98,7 +105,7 @@ export class PrismaRuleRepository implements RuleRepository {
           return written;
         },
         { timeout: BATCH_TIMEOUT_MS },
-      );
+      ));
     } catch (error) {
       if (isPrismaError(error, "P2025") || isPrismaError(error, "P2002")) throw movedOn();
       throw unavailable(error) ?? error;
