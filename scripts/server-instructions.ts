@@ -11,8 +11,10 @@
  * is measured twice, the builds in turn: `node dist/main.js` with npm start's
  * node flags under callgrind, on the machine's Redis and a scratch Postgres
  * holding the bench's rules, sent the bench's checkLimitsBatch of 100 on 4
- * connections (`--single`: its single checks on 32), WARM_UP requests and
- * then MEASURED counted ones. The count is the main thread's (the event loop,
+ * connections (`--single`: its single checks on 32; `--client`: its single
+ * checks through one FloodgateClient with 32 callers, which sends them as
+ * the client does, 16 a request in two requests in flight), a warm-up and
+ * then the counted checks. The count is the main thread's (the event loop,
  * where the server's work is done) and all threads' (V8's and libuv's helpers
  * too), per check.
  *
@@ -31,7 +33,8 @@ import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import { nodeFlagsOfStart, waitUntilReady } from "./bench/processes.js";
 import { seededDatabase } from "./bench/seeded-database.js";
-import { CALLERS, TENANT, floodgateBatchBody, floodgateBody, ruleSet } from "./bench/workload.js";
+import { CALLERS, TENANT, checkInput, floodgateBatchBody, floodgateBody, ruleSet } from "./bench/workload.js";
+import { FloodgateClient } from "../src/client/index.js";
 import { deleteByPrefix } from "../test/harness/delete-by-prefix.js";
 import { freePort } from "../test/harness/free-port.js";
 
@@ -44,17 +47,33 @@ const READY_TIMEOUT_MS = 300_000;
 const HOST = "127.0.0.1";
 
 const single = process.argv.includes("--single");
+const throughClient = process.argv.includes("--client");
 const builds = process.argv.slice(2).filter((arg) => !arg.startsWith("--"));
-const workload = single
-  ? { name: "single check, 32 connections", bodies: CALLERS.map((c) => floodgateBody(TENANT, c)), checksPerRequest: 1, connections: 32, warmUp: 4_000, measured: 4_000 }
-  : {
-      name: "checkLimitsBatch of 100, 4 connections",
-      bodies: Array.from({ length: CALLERS.length / 100 }, (_, i) => floodgateBatchBody(CALLERS.slice(i * 100, (i + 1) * 100))),
-      checksPerRequest: 100,
-      connections: 4,
-      warmUp: 400,
-      measured: 400,
-    };
+
+interface Workload {
+  name: string;
+  checksPerRequest: number;
+  /** Requests, or for the client checks, before counting and counted. */
+  warmUp: number;
+  measured: number;
+  /** Sends this many of them to the server at url, each answered without errors. */
+  send(url: string, count: number): Promise<void>;
+}
+
+const workload: Workload = throughClient
+  ? { name: "single checks through one FloodgateClient, 32 callers", checksPerRequest: 1, warmUp: 8_000, measured: 8_000, send: sendThroughClient }
+  : single
+    ? { name: "single check, 32 connections", checksPerRequest: 1, warmUp: 4_000, measured: 4_000, send: sendBodies(CALLERS.map((c) => floodgateBody(TENANT, c)), 32) }
+    : {
+        name: "checkLimitsBatch of 100, 4 connections",
+        checksPerRequest: 100,
+        warmUp: 400,
+        measured: 400,
+        send: sendBodies(
+          Array.from({ length: CALLERS.length / 100 }, (_, i) => floodgateBatchBody(CALLERS.slice(i * 100, (i + 1) * 100))),
+          4,
+        ),
+      };
 
 interface Counted {
   mainThread: number;
@@ -121,9 +140,9 @@ async function countServer(dir: string, databaseUrl: string): Promise<Counted> {
     await waitUntilReady(`http://${HOST}:${port}/readyz`, exited, READY_TIMEOUT_MS).catch((error: Error) => {
       throw new Error(`${error.message}\n${output}`);
     });
-    await send(url, workload.warmUp);
+    await workload.send(url, workload.warmUp);
     instrumentation("on");
-    await send(url, workload.measured);
+    await workload.send(url, workload.measured);
     instrumentation("off");
   } finally {
     child.kill("SIGTERM");
@@ -144,22 +163,44 @@ async function countServer(dir: string, databaseUrl: string): Promise<Counted> {
 
 let next = 0;
 
-/** `requests` of the workload's bodies on its connections, each answered 200 without errors. */
-async function send(url: string, requests: number): Promise<void> {
-  let left = requests;
-  await Promise.all(
-    Array.from({ length: workload.connections }, async () => {
-      while (left-- > 0) {
-        const response = await fetch(url, {
-          method: "POST",
-          headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
-          body: workload.bodies[next++ % workload.bodies.length]!,
-        });
-        const text = await response.text();
-        if (!response.ok || text.includes('"errors"')) throw new Error(`the server answered ${response.status}: ${text.slice(0, 300)}`);
-      }
-    }),
-  );
+/** Posts the bodies in turn on `connections` connections. */
+function sendBodies(bodies: readonly string[], connections: number): Workload["send"] {
+  return async (url, requests) => {
+    let left = requests;
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (left-- > 0) {
+          const response = await fetch(url, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+            body: bodies[next++ % bodies.length]!,
+          });
+          const text = await response.text();
+          if (!response.ok || text.includes('"errors"')) throw new Error(`the server answered ${response.status}: ${text.slice(0, 300)}`);
+        }
+      }),
+    );
+  };
+}
+
+const CLIENT_CALLERS = 32;
+
+/** The checks through a FloodgateClient as the bench's client rows send them; a check its failure mode decided is an error (Floodgate did not answer). */
+async function sendThroughClient(url: string, checks: number): Promise<void> {
+  const client = new FloodgateClient({ url, token: TOKEN, timeoutMs: 600_000, cache: false });
+  let left = checks;
+  try {
+    await Promise.all(
+      Array.from({ length: CLIENT_CALLERS }, async () => {
+        while (left-- > 0) {
+          const decision = await client.check(checkInput(TENANT, CALLERS[next++ % CALLERS.length]!));
+          if (decision.source === "CLIENT_FAILURE_MODE") throw new Error("a check was decided by the client's failure mode: Floodgate did not answer");
+        }
+      }),
+    );
+  } finally {
+    await client.close();
+  }
 }
 
 await main();
