@@ -5,12 +5,11 @@
  * one request. Every checkLimits field counts one check and every
  * checkLimitsBatch field the length of its list (written in the document, or
  * a variable's), aliases included. The count is taken from the document and
- * the variables, before any argument is converted or any check read, so an
- * operation past the cap is refused whole, having counted nothing.
+ * the variables, before any check is read, so an operation past the cap is
+ * refused whole, having counted nothing.
  */
 
-import { Kind, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode, type ValueNode } from "graphql";
-import type { MiddlewareFn } from "type-graphql";
+import { Kind, type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, type OperationDefinitionNode, type SelectionSetNode, type ValueNode } from "graphql";
 import { ValidationError } from "../domain/errors.js";
 import { MAX_BATCH } from "../domain/service-limits.js";
 import type { ApiContext } from "./context.js";
@@ -61,12 +60,12 @@ export function tooManyChecks(checks: number): ValidationError {
 const refusals = new WeakMap<ApiContext, ValidationError | null>();
 
 /**
- * Middleware of the check fields: the operation's count is taken once, by
- * the first of its check fields to run, and an operation past the cap fails
- * in every one of them before type-graphql converts their arguments
- * (middleware runs first), so neither those conversions nor any check happen.
+ * Run by the check fields before they read their arguments: the operation's
+ * count is taken once, by the first of its check fields to run, and an
+ * operation past the cap fails in every one of them, so none of its checks
+ * happens.
  */
-export const checksPerOperation: MiddlewareFn<ApiContext> = ({ context, info }, next) => {
+export function admitOperationChecks(context: ApiContext, info: Pick<GraphQLResolveInfo, "operation" | "fragments" | "variableValues">): void {
   let refusal = refusals.get(context);
   if (refusal === undefined) {
     const checks = operationChecks(info.operation, info.fragments, info.variableValues);
@@ -74,8 +73,7 @@ export const checksPerOperation: MiddlewareFn<ApiContext> = ({ context, info }, 
     refusals.set(context, refusal);
   }
   if (refusal !== null) throw refusal;
-  return next();
-};
+}
 
 function fieldChecks(field: FieldNode, operation: OperationDefinitionNode, variables: Readonly<Record<string, unknown>> | undefined): number {
   if (field.name.value === "checkLimits") return 1;
