@@ -26,6 +26,11 @@ describe.runIf(available)("npm run bench -- --smoke", () => {
       "client, attack on one key",
       "gRPC ShouldRateLimit, 32 concurrent streams",
     ]) expect(stdout).toContain(`| ${scenario}`);
+    // The client's rows are measured right after the baseline at 32 connections their goal compares them with.
+    const rows = stdout.split("\n").filter((line) => line.startsWith("| "));
+    const baseline32 = rows.findIndex((row) => /^\| single check +\| baseline \(rate-limiter-flexible\) +\| +32 \|/.test(row));
+    expect(baseline32).toBeGreaterThan(0);
+    expect(rows[baseline32 + 1]).toMatch(/^\| client, 32 concurrent callers /);
     // The ceiling is a row of its own, measured in each round beside the batch row, whose goal is its share of it round by round.
     expect(stdout).toMatch(/\| the ceiling +\| redis-benchmark, decide\.lua alone +\| +32 \| +[\d,]+ \|/);
     expect(stdout).toMatch(/checkLimitsBatch of 100 >= 60% of the redis-benchmark ceiling +\d+% \([\d,]+ of [\d,]+\)/);
