@@ -44,15 +44,21 @@ export class LimitResolver {
  * methods get the arguments as GraphQL coerced them, plain objects with the
  * same fields: CheckLimitsInput and AttributeInput declare fields only, no
  * methods or defaults of their own.
+ *
+ * Async, as type-graphql's were: a refusal (bad input, the cap) is a rejected
+ * promise, never a throw. graphql-js runs no more of an operation's root
+ * fields once a non-null one throws, where graphql-jit runs them all, so a throw
+ * would have the fast path count the checks of a refused field's siblings
+ * and Apollo not.
  */
 export function resolveChecksDirectly(schema: GraphQLSchema): void {
   const limits = new LimitResolver();
   const fields = schema.getQueryType()!.getFields();
-  const checkLimits: GraphQLFieldResolver<unknown, ApiContext, { request: CheckLimitsInput }> = (_root, { request }, context, info) => {
+  const checkLimits: GraphQLFieldResolver<unknown, ApiContext, { request: CheckLimitsInput }> = async (_root, { request }, context, info) => {
     admitOperationChecks(context, info);
     return limits.checkLimits(request, context);
   };
-  const checkLimitsBatch: GraphQLFieldResolver<unknown, ApiContext, { requests: CheckLimitsInput[] }> = (_root, { requests }, context, info) => {
+  const checkLimitsBatch: GraphQLFieldResolver<unknown, ApiContext, { requests: CheckLimitsInput[] }> = async (_root, { requests }, context, info) => {
     admitOperationChecks(context, info);
     return limits.checkLimitsBatch(requests, context);
   };

@@ -369,6 +369,24 @@ describe.each<Storage>(["memory", "unreachable"])("the check fast path answers a
     expect(await fastPathAnswers()).toBe(10);
   });
 
+  it("counts the checks of a field whose sibling's input is refused as Apollo does, whichever comes first", async () => {
+    const user = `u-sibling-${storage}`;
+    const good = { tenantId: "acme", userId: user, ip: "10.0.0.3", resource: "/api/orders" };
+    const bad = { tenantId: "" };
+    const batches = "query Two($x: [CheckLimitsInput!]!, $y: [CheckLimitsInput!]!) { x: checkLimitsBatch(requests: $x) { allowed } y: checkLimitsBatch(requests: $y) { allowed } }";
+    const singles = "query Two($x: CheckLimitsInput!, $y: CheckLimitsInput!) { x: checkLimits(request: $x) { allowed } y: checkLimits(request: $y) { allowed } }";
+    const read = { query: "query Read($r: CheckLimitsInput!) { checkLimits(request: $r) { remaining results { key remaining } } }", variables: { r: { ...good, dryRun: true } } };
+    for (const [query, x, y] of [
+      [batches, [bad], [good]],
+      [batches, [good], [bad]],
+      [singles, bad, good],
+      [singles, good, bad],
+    ] as const) {
+      expect((await same({ headers: ADMIN, body: { query, variables: { x, y } } })).body).toContain("BAD_USER_INPUT");
+      await same({ headers: ADMIN, body: read });
+    }
+  });
+
   it("logs an unexpected error with the request id, the same on both sides", async () => {
     const before = { fast: fast.logs.length, apollo: apollo.logs.length };
     await same({ headers: ADMIN, body: { query: '{ checkLimits(request: {tenantId: "boom", userId: "x"}) { allowed } }' } });
