@@ -30,6 +30,7 @@
  */
 
 import { LruCache } from "../domain/lru-cache.js";
+import { withoutQueryOrFragment } from "../domain/glob.js";
 import { retryAfterSeconds, type FloodgateDecision, type HttpHeader } from "./decision.js";
 import type { CheckLimitsInput } from "./generated/operations.js";
 
@@ -124,22 +125,13 @@ export class RefusalCache {
  * Built by concatenation: a caller over its limit pays for this key on every check.
  */
 function keyOf(r: CheckLimitsInput): string {
-  const fields = `${r.tenantId}\u0000${r.userId ?? ""}\u0000${r.ip ?? ""}\u0000${r.apiKey ?? ""}\u0000${r.userAgent ?? ""}\u0000${r.cookie ?? ""}\u0000${pathOf(r.resource)}\u0000${r.method?.toUpperCase() ?? ""}`;
+  const fields = `${r.tenantId}\u0000${r.userId ?? ""}\u0000${r.ip ?? ""}\u0000${r.apiKey ?? ""}\u0000${r.userAgent ?? ""}\u0000${r.cookie ?? ""}\u0000${r.resource === undefined || r.resource === null ? "" : withoutQueryOrFragment(r.resource)}\u0000${r.method?.toUpperCase() ?? ""}`;
   const attributes = r.attributes;
   if (attributes === undefined || attributes === null || attributes.length === 0) return fields;
   return `${fields}\u0000${attributes
     .map(({ key, value }) => `${key}=${value}`)
     .sort()
     .join("\u0000")}`;
-}
-
-/** The path as Floodgate matches it: without its query or fragment. */
-function pathOf(resource: string | null | undefined): string {
-  if (resource === undefined || resource === null) return "";
-  const query = resource.indexOf("?");
-  const fragment = resource.indexOf("#");
-  const end = query === -1 ? fragment : fragment === -1 ? query : Math.min(query, fragment);
-  return end === -1 ? resource : resource.slice(0, end);
 }
 
 /**

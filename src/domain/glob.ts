@@ -291,6 +291,12 @@ function fitsCharacters(chunk: string, text: string, at: number, meter: MatchMet
   return true;
 }
 
+/** A resource as rules see it: without its query string or fragment (the client and the middleware key by it too). */
+export function withoutQueryOrFragment(resource: string): string {
+  const end = resource.search(/[?#]/);
+  return end === -1 ? resource : resource.slice(0, end);
+}
+
 /** The segments of a normalised path: "/" has none, "/api/v1" has ["api", "v1"]. */
 export function pathSegments(path: string): string[] {
   return path === "/" ? [] : path.split("/").slice(1);

@@ -8,6 +8,7 @@
 import { isIP } from "node:net";
 import { parseAttributes, type AttributeInput, type Attributes } from "./attributes.js";
 import { ValidationError } from "./errors.js";
+import { withoutQueryOrFragment } from "./glob.js";
 import { ALL_TENANTS, HTTP_METHODS, type HttpMethod } from "./rule.js";
 import { LENGTHS, MAX_COST } from "./service-limits.js";
 
@@ -94,9 +95,9 @@ function resourcePath(value: string | null | undefined, field: string): string |
   const raw = identifier(value, field, LENGTHS.resource);
   if (raw === null) return null;
   if (!raw.startsWith("/")) throw new ValidationError(field, `must be a path starting with "/" (got ${JSON.stringify(raw.slice(0, 40))})`);
-  const end = raw.search(/[?#]/);
-  return normalizePath(end === -1 ? raw : raw.slice(0, end));
+  return normalizePath(withoutQueryOrFragment(raw));
 }
+
 
 /** What normalizePath would change in a path that starts with "/": an empty segment, a "." or ".." segment, a trailing slash. */
 const NOT_CANONICAL = /\/\/|\/\.\.?(?:\/|$)|.\/$/;

@@ -33,6 +33,7 @@
 
 import { FloodgateClient, type FloodgateClientOptions, type FloodgateDecision, type HttpHeader } from "../client/index.js";
 import type { CheckLimitsInput } from "../client/generated/operations.js";
+import { withoutQueryOrFragment } from "../domain/glob.js";
 
 /** What the gate reads of a request, whatever the framework. */
 export interface RequestView {
@@ -235,9 +236,7 @@ function ipLike(address: string | undefined): string | undefined {
 }
 
 function pathOf(url: string): string {
-  const path = url.startsWith("/") ? url : safePathname(url);
-  const end = path.search(/[?#]/);
-  return end === -1 ? path : path.slice(0, end);
+  return withoutQueryOrFragment(url.startsWith("/") ? url : safePathname(url));
 }
 
 function safePathname(url: string): string {
