@@ -23,6 +23,8 @@ export interface LruCacheOptions<K, V> {
   maxWeight?: number;
   /** An entry's weight (with maxWeight); 0 when not given. */
   weigh?: (key: K, value: V) => number;
+  /** Told of every entry that leaves the cache, whatever the reason: evicted, deleted, replaced by set, swept or cleared. */
+  onRemove?: (key: K, value: V) => void;
 }
 
 export class LruCache<K, V> {
@@ -91,6 +93,8 @@ export class LruCache<K, V> {
   }
 
   clear(): void {
+    const { onRemove } = this.options;
+    if (onRemove !== undefined) for (const node of this.nodes.values()) onRemove(node.key, node.value);
     this.nodes.clear();
     this.newest = this.oldest = null;
     this.totalWeight = 0;
@@ -118,6 +122,7 @@ export class LruCache<K, V> {
     this.detach(node);
     this.nodes.delete(node.key);
     this.totalWeight -= node.weight;
+    this.options.onRemove?.(node.key, node.value);
   }
 
   private detach(node: Node<K, V>): void {

@@ -72,6 +72,39 @@ describe("LruCache", () => {
     );
   });
 
+  it("tells onRemove of every entry that leaves, whatever the reason, and of nothing else", () => {
+    const steps = fc.oneof(operation, fc.record({ op: fc.constant("clear" as const) }), fc.record({ op: fc.constant("sweep" as const), value: fc.integer() }));
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: 30 }), fc.array(steps, { maxLength: 80 }), (maxEntries, maxWeight, ops) => {
+        const weights = new Map<string, number>();
+        // What the cache holds as far as its removals tell: every entry kept by set, less every one it said left.
+        const held = new Map<string, number>();
+        const lru = new LruCache<string, number>({
+          maxEntries,
+          maxWeight,
+          weigh: (k) => weights.get(k)!,
+          onRemove: (k, v) => {
+            expect(held.get(k)).toBe(v);
+            held.delete(k);
+          },
+        });
+        for (const step of ops) {
+          if (step.op === "set") {
+            weights.set(step.key, step.weight);
+            if (lru.set(step.key, step.value)) held.set(step.key, step.value);
+          } else if (step.op === "get") lru.get(step.key);
+          else if (step.op === "peek") lru.peek(step.key);
+          else if (step.op === "delete") lru.delete(step.key);
+          else if (step.op === "clear") lru.clear();
+          else lru.deleteWhere((_k, v) => v <= step.value);
+          expect(lru.size).toBe(held.size);
+          for (const [k, v] of held) expect(lru.peek(k)).toBe(v);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it("forgets the least recently used entry first, a get counting as a use and a peek not", () => {
     const lru = new LruCache<string, number>({ maxEntries: 2 });
     lru.set("a", 1);

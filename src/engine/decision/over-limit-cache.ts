@@ -55,6 +55,7 @@ import { LruCache } from "../../domain/lru-cache.js";
 import type { BucketRef } from "../../domain/ports.js";
 
 interface Entry {
+  ruleId: string;
   params: LimitParams;
   /** The smallest cost known to be refused until untilMs. */
   cost: number;
@@ -84,10 +85,26 @@ const ENTRY_BUDGET = 512;
 
 export class OverLimitCache {
   private readonly entries: LruCache<string, Entry>;
+  /**
+   * How many entries each rule has. A bucket of a rule with none is not
+   * looked up: that is every check of every rule nobody is over, and looking
+   * one up built its id and hashed it for nothing (about 3% of the server's
+   * instructions per check in a batch, by callgrind).
+   */
+  private readonly entriesOfRule = new Map<string, number>();
 
   constructor(maxEntries: number) {
-    // Two bytes a character: V8 keeps a text one byte a character only while it can.
-    this.entries = new LruCache({ maxEntries, maxWeight: maxEntries * ENTRY_BUDGET, weigh: (id) => 2 * id.length + ENTRY_BYTES });
+    this.entries = new LruCache({
+      maxEntries,
+      maxWeight: maxEntries * ENTRY_BUDGET,
+      // Two bytes a character: V8 keeps a text one byte a character only while it can.
+      weigh: (id) => 2 * id.length + ENTRY_BYTES,
+      onRemove: (_id, { ruleId }) => {
+        const left = this.entriesOfRule.get(ruleId)! - 1;
+        if (left === 0) this.entriesOfRule.delete(ruleId);
+        else this.entriesOfRule.set(ruleId, left);
+      },
+    });
   }
 
   /**
@@ -95,6 +112,7 @@ export class OverLimitCache {
    * refuses a request of `cost` at `nowMs`; null when it does not know.
    */
   refusal(bucket: BucketRef, cost: number, nowMs: number): CachedRefusal | null {
+    if (!this.entriesOfRule.has(bucket.ruleId)) return null;
     const id = bucketId(bucket.ruleId, bucket.key);
     const entry = this.entries.get(id);
     if (entry === undefined) return null;
@@ -123,7 +141,8 @@ export class OverLimitCache {
     const known = this.entries.get(id);
     const untilMs = sentAtMs + outcome.retryAfterMs;
     if (known !== undefined && sameParams(known.params, bucket.params) && known.cost <= cost && known.untilMs >= untilMs) return;
-    this.entries.set(id, { params: bucket.params, cost, sentAtMs, untilMs, remaining: outcome.remaining, readAtMs, resetAtMs: outcome.resetAtMs });
+    const entry: Entry = { ruleId: bucket.ruleId, params: bucket.params, cost, sentAtMs, untilMs, remaining: outcome.remaining, readAtMs, resetAtMs: outcome.resetAtMs };
+    if (this.entries.set(id, entry)) this.entriesOfRule.set(bucket.ruleId, (this.entriesOfRule.get(bucket.ruleId) ?? 0) + 1);
   }
 
   /** Forgets a bucket (after resetLimit). */

@@ -5,6 +5,7 @@
  * store would admit again, and forgets on rule changes and resets.
  */
 
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Decision } from "../../../src/domain/decision.js";
 import type { RuleChange } from "../../../src/domain/events.js";
@@ -300,6 +301,47 @@ describe("OverLimitCache", () => {
     expect(cache.size).toBe(3);
     expect(cache.refusal(bucket(99), 1, 0)).not.toBeNull();
     expect(cache.refusal(bucket(96), 1, 0)).toBeNull();
+  });
+
+  it("finds every entry it holds of a rule whatever happens to the entries of that rule and others (it looks up only rules it holds entries of)", () => {
+    // A model of what it holds, each bucket's refusal good until 30 s after it was remembered at `at`: entries
+    // leave by eviction (the least recently used of 3), by forget, by expiry when met, or are replaced by a longer refusal.
+    const rules = ["r1", "r2", "r3"];
+    const step = fc.record({ op: fc.constantFrom("remember", "refusal", "forget"), rule: fc.constantFrom(...rules), key: fc.constantFrom("a", "b"), at: fc.integer({ min: 0, max: 3 }) });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
+        const cache = new OverLimitCache(3);
+        const held: { id: string; until: number }[] = [];
+        const find = (id: string) => held.findIndex((e) => e.id === id);
+        let now = 0;
+        for (const { op, rule, key, at } of steps) {
+          now += at * 10_000;
+          const bucket = { ruleId: rule, key, params };
+          const id = `${rule}/${key}`;
+          const i = find(id);
+          if (op === "remember") {
+            cache.remember(bucket, 1, refusal, now, now);
+            const until = now + 30_000;
+            if (i !== -1 && held[i]!.until >= until) continue;
+            if (i !== -1) held.splice(i, 1);
+            held.push({ id, until });
+            if (held.length > 3) held.shift();
+          } else if (op === "forget") {
+            cache.forget(rule, key);
+            if (i !== -1) held.splice(i, 1);
+          } else {
+            const live = i !== -1 && held[i]!.until > now;
+            expect(cache.refusal(bucket, 1, now) !== null).toBe(live);
+            if (i !== -1) {
+              const [entry] = held.splice(i, 1);
+              if (live) held.push(entry!);
+            }
+          }
+          expect(cache.size).toBe(held.length);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it("keeps nothing for conforming outcomes", () => {
