@@ -1,9 +1,14 @@
 /**
  * The `invalidations` subscription: what makes a client's remembered
- * refusals stale, for one tenant. A rule change and a bucket reset are the
- * only things that can make a refused bucket admit before its Retry-After,
- * so a client that hears both may keep a refusal until then (see
- * src/client/refusal-cache.ts).
+ * refusals stale, for one tenant. What can make a refused check admissible
+ * before its Retry-After: a rule change (an override's too), a bucket reset,
+ * and an entry added to an allow list (ALLOW_LISTED: an allow-listed caller
+ * is admitted before any rule counts it). An override that ends by itself
+ * needs no message: a refusal under it says to retry when it ends (see the
+ * limiter). So a client that hears these may keep a refusal until then (see
+ * src/client/refusal-cache.ts). Removals and DENY entries need none: what
+ * they change was not refused by a rule, and the client remembers no other
+ * refusal.
  *
  * It carries ids and bucket keys only, never a rule's definition, so a
  * CHECKER key may subscribe: who may check a tenant's limits may hear when
@@ -37,10 +42,14 @@ export function listenForInvalidations(events: EventBus, { tenantId, mayReceive 
   const stopResets = events.subscribe("bucketReset", (reset) => {
     if (visible(reset.tenantId, reset.key)) push(bucketReset(reset));
   });
+  const stopAllowed = events.subscribe("accessListChange", ({ kind, entry }) => {
+    if (kind === "ADDED" && entry.list === "ALLOW" && visible(entry.tenantId, null)) push({ kind: "ALLOW_LISTED", tenantId: entry.tenantId, ruleId: null, key: null, at: new Date() });
+  });
   push({ kind: "LISTENING", tenantId: null, ruleId: null, key: null, at: new Date() });
   return () => {
     stopChanges();
     stopResets();
+    stopAllowed();
   };
 }
 

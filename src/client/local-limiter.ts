@@ -26,8 +26,8 @@ import { isNearLimit } from "../domain/decision.js";
 import { compileGlob, type CompiledGlob } from "../domain/glob.js";
 import { rank, type Rankable, type Ranking } from "../domain/most-restrictive.js";
 import { LruCache } from "../domain/lru-cache.js";
-import { parseCheckRequest, type CheckRequest } from "../domain/request.js";
-import { ALL_TENANTS } from "../domain/rule.js";
+import { httpMethod, parseCheckRequest, type CheckRequest } from "../domain/request.js";
+import { ALL_TENANTS, ruleCountsMethod, type HttpMethod } from "../domain/rule.js";
 import { retryAfterHeaders, retryAfterSeconds, ruleLessDecision, type FloodgateDecision } from "./decision.js";
 import type { CheckLimitsInput, ClientRuleFragment } from "./generated/operations.js";
 
@@ -35,6 +35,8 @@ type Result = FloodgateDecision["results"][number];
 
 interface KnownRule {
   rule: ClientRuleFragment;
+  /** The rule's method, as the domain types it (null: any). */
+  method: HttpMethod | null;
   glob: CompiledGlob | null;
   when: AttributeTest | null;
   keyOf: BucketKeyOf;
@@ -125,11 +127,11 @@ export class LocalLimiter {
   private applying(request: CheckRequest): { known: KnownRule; key: string }[] {
     const applying: { known: KnownRule; key: string }[] = [];
     for (const known of this.rules.values()) {
-      const { rule, glob, when } = known;
+      const { rule, method, glob, when } = known;
       if (!rule.enabled || (rule.tenantId !== request.tenantId && rule.tenantId !== ALL_TENANTS)) continue;
       // A lease granted here could never be released through Floodgate: during an outage CONCURRENCY rules do not limit.
       if (rule.algorithm === "CONCURRENCY") continue;
-      if (rule.method !== null && rule.method !== request.method) continue;
+      if (!ruleCountsMethod(method, request.method)) continue;
       if (when !== null && !when(request.attributes)) continue;
       if (glob !== null && (request.resource === null || !glob.matches(request.resource))) continue;
       const key = known.keyOf(request);
@@ -147,11 +149,13 @@ export class LocalLimiter {
     const { instances } = this.options;
     const whole = limitParamsOf(rule);
     const share = (n: number) => Math.max(1, Math.floor(n / instances));
+    const method = httpMethod(rule.method, "rule.method");
     return {
       rule,
+      method,
       glob: rule.resource === null ? null : compileGlob(rule.resource),
       when: compileConditions(rule.when),
-      keyOf: compileBucketKey(rule),
+      keyOf: compileBucketKey({ ...rule, method }),
       params: { ...whole, limit: share(whole.limit), capacity: share(whole.capacity) },
     };
   }

@@ -22,7 +22,7 @@
 
 import { createHash } from "node:crypto";
 import type { CheckRequest } from "./request.js";
-import { ALL_TENANTS, DIMENSIONS, type Dimension } from "./rule.js";
+import { ALL_TENANTS, DIMENSIONS, type Dimension, type HttpMethod } from "./rule.js";
 
 /** The key of the single bucket of a rule with an empty scope. */
 export const WHOLE_RULE_KEY = "*";
@@ -44,12 +44,27 @@ const VALUES: Record<Dimension, ValueOf> = {
   IP: (r) => r.ip,
   API_KEY: (r) => (r.apiKey === null ? null : secretDigest(r.apiKey)),
   CLIENT: (r) => (r.ip === null && r.userAgent === null && r.apiKey === null && r.cookie === null ? null : clientFingerprint(r)),
-  ENDPOINT: (r) => (r.resource === null ? null : `${r.method ?? "ANY"} ${r.resource}`),
+  ENDPOINT: (r) => endpointOf(null, r),
 };
 
-/** The request's value of one of a rule's targets (what an override names), unescaped; null when it has none. */
-export function targetValue(target: { dimension: Dimension | null; attributeKey: string | null }, request: CheckRequest): string | null {
-  return target.dimension !== null ? VALUES[target.dimension](request) : (request.attributes.get(target.attributeKey!) ?? null);
+/**
+ * A request's endpoint as a rule for `ruleMethod` counts it: the rule's own
+ * method when it names one, so that the HEAD requests a GET rule counts (see
+ * methodsCounting) share their GET twins' buckets and overrides.
+ */
+function endpointOf(ruleMethod: HttpMethod | null, r: CheckRequest): string | null {
+  return r.resource === null ? null : `${ruleMethod ?? r.method ?? "ANY"} ${r.resource}`;
+}
+
+/** The values of a rule for `ruleMethod`, by dimension. */
+function valuesFor(ruleMethod: HttpMethod | null): Record<Dimension, ValueOf> {
+  return ruleMethod === null ? VALUES : { ...VALUES, ENDPOINT: (r) => endpointOf(ruleMethod, r) };
+}
+
+/** The request's value of one of a rule's targets (what an override names), unescaped, as a rule for `ruleMethod` counts it; null when it has none. */
+export function targetValue(target: { dimension: Dimension | null; attributeKey: string | null }, request: CheckRequest, ruleMethod: HttpMethod | null = null): string | null {
+  if (target.dimension === null) return request.attributes.get(target.attributeKey!) ?? null;
+  return target.dimension === "ENDPOINT" ? endpointOf(ruleMethod, request) : VALUES[target.dimension](request);
 }
 
 /** Builds the bucket key of a request for one rule, or null when the request lacks a dimension the rule is keyed by. */
@@ -60,13 +75,14 @@ export function attributeLabel(key: string): string {
   return `attr.${key}`;
 }
 
-export function compileBucketKey(rule: { tenantId: string; scope: readonly Dimension[]; attributeKeys: readonly string[] }): BucketKeyOf {
+export function compileBucketKey(rule: { tenantId: string; scope: readonly Dimension[]; attributeKeys: readonly string[]; method?: HttpMethod | null }): BucketKeyOf {
   const attributeKeys = [...rule.attributeKeys].sort();
   const keyed = rule.scope.length > 0 || attributeKeys.length > 0;
   const dimensions = DIMENSIONS.filter((d) => rule.scope.includes(d) || (d === "TENANT" && rule.tenantId === ALL_TENANTS && keyed));
   if (!keyed) return () => WHOLE_RULE_KEY;
+  const values = valuesFor(rule.method ?? null);
   const parts: { label: string; value: ValueOf }[] = [
-    ...dimensions.map((d) => ({ label: `${LABELS[d]}:`, value: VALUES[d] })),
+    ...dimensions.map((d) => ({ label: `${LABELS[d]}:`, value: values[d] })),
     ...attributeKeys.map((key) => ({ label: `${attributeLabel(key)}:`, value: (r: CheckRequest) => r.attributes.get(key) ?? null })),
   ];
   return (request) => {

@@ -45,9 +45,9 @@ export interface BucketReset {
  * it) or one bucket was reset. LISTENING is the first message of every
  * subscription: what is published from then on reaches the subscriber.
  */
-export type InvalidationKind = "LISTENING" | "RULE_CHANGED" | "BUCKET_RESET";
+export type InvalidationKind = "LISTENING" | "RULE_CHANGED" | "BUCKET_RESET" | "ALLOW_LISTED";
 
-export const INVALIDATION_KINDS: readonly InvalidationKind[] = ["LISTENING", "RULE_CHANGED", "BUCKET_RESET"];
+export const INVALIDATION_KINDS: readonly InvalidationKind[] = ["LISTENING", "RULE_CHANGED", "BUCKET_RESET", "ALLOW_LISTED"];
 
 export interface Invalidation {
   kind: InvalidationKind;

@@ -32,6 +32,25 @@ export type WindowUnit = (typeof WINDOW_UNITS)[number];
 export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
+/**
+ * The methods of the rules that count a request of `method`: its own, and for
+ * HEAD also GET's. Servers answer HEAD by running the GET handler and leaving
+ * out the body (RFC 9110 §9.3.2; Express, Fastify and Hono all do), so a
+ * GET limit that HEAD did not count could be walked around with HEAD
+ * requests doing the same work.
+ */
+export function methodsCounting(method: HttpMethod): readonly HttpMethod[] {
+  return method === "HEAD" ? HEAD_COUNTED_BY : METHOD_ALONE[method];
+}
+
+const HEAD_COUNTED_BY: readonly HttpMethod[] = ["HEAD", "GET"];
+const METHOD_ALONE = Object.fromEntries(HTTP_METHODS.map((m) => [m, [m]])) as unknown as Record<HttpMethod, readonly HttpMethod[]>;
+
+/** Whether a rule for `ruleMethod` (null: any) counts a request of `requestMethod` (null: it names none). */
+export function ruleCountsMethod(ruleMethod: HttpMethod | null, requestMethod: HttpMethod | null): boolean {
+  return ruleMethod === null || (requestMethod !== null && methodsCounting(requestMethod).includes(ruleMethod));
+}
+
 /** The tenant id of rules that apply to every tenant. */
 export const ALL_TENANTS = "*";
 

@@ -3,12 +3,21 @@
  * to: a CHECKER of tenant A hears, in order, LISTENING first, then its
  * tenant's rule changes and bucket resets, the changes of "*" rules, and of
  * a "*" rule's buckets only A's own and the rule's one shared bucket: never
- * another tenant's key.
+ * another tenant's key; and the entries added to A's and "*"'s allow lists.
  */
 
 import { randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
-import { CreateApiKeyDocument, DeleteRuleDocument, InvalidationsDocument, ResetLimitDocument, UpdateRuleDocument, type InvalidationsSubscription } from "../generated/graphql.js";
+import {
+  AddListEntryDocument,
+  CreateApiKeyDocument,
+  DeleteRuleDocument,
+  InvalidationsDocument,
+  RemoveListEntryDocument,
+  ResetLimitDocument,
+  UpdateRuleDocument,
+  type InvalidationsSubscription,
+} from "../generated/graphql.js";
 import { subscribe } from "../support/subscriptions.js";
 import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
 
@@ -51,6 +60,38 @@ await describeOnEachStorage("invalidations", (suite) => {
       await sub.close();
       await suite.client.data(DeleteRuleDocument, { id: global.id });
       await suite.client.data(DeleteRuleDocument, { id: shared.id });
+    }
+  });
+
+  it("tells a CHECKER of tenant A of entries added to A's and \"*\"'s allow lists, not of deny entries, removals or another tenant's", async () => {
+    const a = newTenant();
+    const b = newTenant();
+    const { createApiKey } = await suite.client.data(CreateApiKeyDocument, { input: { tenantId: a, role: "CHECKER", name: "client" } });
+    const sub = subscribe(suite.t.app.url, InvalidationsDocument, {}, createApiKey.secret);
+    const added: string[] = [];
+    try {
+      await sub.until((events) => events.some((e) => e.invalidations.kind === "LISTENING"));
+      const add = async (tenantId: string, list: "ALLOW" | "DENY", value: string) => {
+        const { addListEntry } = await suite.client.data(AddListEntryDocument, { input: { tenantId, list, kind: "USER", value } });
+        added.push(addListEntry.id);
+        return addListEntry.id;
+      };
+      await add(b, "ALLOW", "u1");
+      await add(a, "DENY", "u2");
+      const allowed = await add(a, "ALLOW", "u3");
+      await suite.client.data(RemoveListEntryDocument, { id: allowed });
+      await add("*", "ALLOW", `everywhere-${randomUUID()}`);
+      const events = await sub.until((received) => received.filter((e) => e.invalidations.kind !== "LISTENING").length >= 2);
+      const seen = events.map(({ invalidations: e }): Partial<Invalidation> => ({ kind: e.kind, tenantId: e.tenantId, ruleId: e.ruleId, key: e.key }));
+      expect(seen).toEqual([
+        { kind: "LISTENING", tenantId: null, ruleId: null, key: null },
+        { kind: "ALLOW_LISTED", tenantId: a, ruleId: null, key: null },
+        { kind: "ALLOW_LISTED", tenantId: "*", ruleId: null, key: null },
+      ]);
+      expect(JSON.stringify(events)).not.toContain(b);
+    } finally {
+      await sub.close();
+      for (const id of added) await suite.client.request(RemoveListEntryDocument, { id });
     }
   });
 

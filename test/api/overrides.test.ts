@@ -99,6 +99,30 @@ await describeOnEachStorage("overrides", (suite) => {
     expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(expiresAt));
   });
 
+  it("tells a caller refused under an override that ends sooner to retry when it ends, from the store and from the over-limit cache", async () => {
+    const { rule, of } = await perCustomer(100);
+    // Refused under the override's 1 an hour, the bucket would wait an hour; the override ends in 30 s, and with it the limit of 1.
+    const endsInMs = 30_000;
+    await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "c1", limit: 1, expiresAt: new Date(Date.now() + endsInMs).toISOString() });
+    expect(await decide(of("c1"))).toMatchObject({ allowed: true });
+    const refusals = [await decide(of("c1")), await decide(of("c1"))];
+    expect(refusals.map((d) => [d.allowed, d.source])).toEqual([
+      [false, "COUNTER_STORE"],
+      [false, "OVER_LIMIT_CACHE"],
+    ]);
+    for (const refused of refusals) {
+      expect(refused.retryAfter).toBeGreaterThan(endsInMs / 1000 - 5);
+      expect(refused.retryAfter).toBeLessThanOrEqual(endsInMs / 1000);
+      expect(header(refused.headers, "Retry-After")).toBe(String(refused.retryAfter));
+      expect(header(refused.headers, "RateLimit")).toBe(`"per customer";r=0;t=${refused.retryAfter};pk=${partitionKey("attr.customer:c1")}`);
+    }
+    // Without an end, the refusal's own wait: an hour.
+    const { rule: plain, of: plainOf } = await perCustomer(100);
+    await setOverride({ ruleId: plain.id, attributeKey: "customer", identifier: "c1", limit: 1 });
+    await decide(plainOf("c1"));
+    expect((await decide(plainOf("c1"))).retryAfter).toBeGreaterThan(3_500);
+  });
+
   it("stops applying once deleted, and keeps every change in the rule's history", async () => {
     const { rule, of } = await perCustomer(1);
     const first = await setOverride({ ruleId: rule.id, attributeKey: "customer", identifier: "c1", limit: 4 });

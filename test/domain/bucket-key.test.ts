@@ -61,6 +61,14 @@ describe("compileBucketKey labels", () => {
     expect(keyOf(["ENDPOINT"], { resource: "/api/v1/orders" })).toBe("endpoint:ANY /api/v1/orders");
   });
 
+  it("names the endpoint by the rule's method when it has one: a GET rule counts HEAD in its GET bucket, and matches GET overrides", () => {
+    const head = makeTenantOnlyCheckRequest({ resource: "/api/v1/orders", method: "HEAD" });
+    expect(compileBucketKey({ tenantId: "acme", scope: ["ENDPOINT"], attributeKeys: [], method: "GET" })(head)).toBe("endpoint:GET /api/v1/orders");
+    expect(compileBucketKey({ tenantId: "acme", scope: ["ENDPOINT"], attributeKeys: [], method: null })(head)).toBe("endpoint:HEAD /api/v1/orders");
+    expect(targetValue({ dimension: "ENDPOINT", attributeKey: null }, head, "GET")).toBe("GET /api/v1/orders");
+    expect(targetValue({ dimension: "ENDPOINT", attributeKey: null }, head)).toBe("HEAD /api/v1/orders");
+  });
+
   it("joins several dimensions with |", () => {
     expect(keyOf(["USER", "IP"], full)).toBe("user:u42|ip:10.0.0.1");
   });

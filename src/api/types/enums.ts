@@ -113,6 +113,7 @@ registerEnumType(InvalidationKindEnum, {
     LISTENING: { description: "The first message of every subscription: what is published from now on reaches this subscriber." },
     RULE_CHANGED: { description: "A rule was created, updated or deleted: every bucket of it." },
     BUCKET_RESET: { description: "One bucket was reset (resetLimit)." },
+    ALLOW_LISTED: { description: "An entry was added to the tenant's allow list (tenantId \"*\": every tenant's): any refusal of the tenant may admit now (ruleId and key null)." },
   },
 });
 

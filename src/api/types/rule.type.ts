@@ -28,7 +28,7 @@ export class RuleType {
   @Field(() => String, { nullable: true, description: 'Glob over the request\'s resource ("/api/v1/*", "/api/**"); null matches every resource.' })
   resource!: string | null;
 
-  @Field(() => String, { nullable: true, description: "HTTP method the rule applies to; null matches every method." })
+  @Field(() => String, { nullable: true, description: "HTTP method the rule applies to (a GET rule also to HEAD, which runs the GET handler); null matches every method." })
   method!: string | null;
 
   @Field(() => AlgorithmEnum)

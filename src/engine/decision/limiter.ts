@@ -63,6 +63,8 @@ interface Applicable {
   /** The rule's, or the override's that applies to this bucket. */
   params: LimitParams;
   override: Override | null;
+  /** How long from the check until the override ends (by this instance's clock, which tells when it applies); null: it does not end, or there is none. */
+  overrideEndsInMs: number | null;
 }
 
 interface Ranked extends Rankable {
@@ -347,19 +349,29 @@ export class Limiter {
       const key = compiled.keyOf(request);
       if (key === null) continue;
       const overridden = this.rules.overrideFor(compiled, request, nowMs);
-      applicable.push({ compiled, key, params: overridden?.params ?? compiled.params, override: overridden?.override ?? null });
+      const expiresAt = overridden?.override.expiresAt ?? null;
+      applicable.push({
+        compiled,
+        key,
+        params: overridden?.params ?? compiled.params,
+        override: overridden?.override ?? null,
+        overrideEndsInMs: expiresAt === null ? null : expiresAt.getTime() - nowMs,
+      });
     }
     return applicable;
   }
 
   private decision(applicable: readonly Applicable[], readings: readonly Reading[], { allowed, degraded, decidedAtMs, source, lease }: Reached): Decision {
-    const unranked: Ranked[] = applicable.map(({ compiled, key, params, override }, i) => {
+    const unranked: Ranked[] = applicable.map(({ compiled, key, params, override, overrideEndsInMs }, i) => {
       const { outcome, consulted, readAtMs, resetInMs } = readings[i]!;
+      // A bucket refused under an override may conform once the override ends and the rule's own limit applies
+      // again: a retry is worth making then, and a cache of the refusal (the client's) must not outlive it.
+      const retryAfterMs = outcome.retryAfterMs === null || overrideEndsInMs === null ? outcome.retryAfterMs : Math.min(outcome.retryAfterMs, overrideEndsInMs);
       return {
         compiled,
         params,
         resetInMs,
-        retryAfterMs: outcome.retryAfterMs,
+        retryAfterMs,
         result: {
           rule: compiled.rule,
           key,
@@ -368,7 +380,7 @@ export class Limiter {
           limit: params.capacity,
           remaining: outcome.remaining,
           resetAt: new Date(outcome.resetAtMs),
-          retryAfter: outcome.retryAfterMs === null ? null : Math.max(1, secondsUntil(outcome.retryAfterMs, 0)),
+          retryAfter: retryAfterMs === null ? null : Math.max(1, secondsUntil(retryAfterMs, 0)),
           delayMs: outcome.delayMs,
           consulted,
           readAt: readAtMs === null ? null : new Date(readAtMs),

@@ -97,6 +97,15 @@ describe("RuleIndex method", () => {
   it("does not match a rule with a method for a request without one", () => {
     expect(matchedIds(indexOf([makeRule({ method: "POST" })]), { method: null })).toEqual([]);
   });
+
+  it("matches a GET rule for HEAD (the GET handler runs), not a HEAD rule for GET", () => {
+    const get = makeRule({ method: "GET" });
+    const head = makeRule({ method: "HEAD" });
+    const post = makeRule({ method: "POST" });
+    const index = indexOf([get, head, post]);
+    expect(matchedIds(index, { method: "HEAD" }).sort()).toEqual([get.id, head.id].sort());
+    expect(matchedIds(index, { method: "GET" })).toEqual([get.id]);
+  });
 });
 
 describe("RuleIndex resource", () => {
