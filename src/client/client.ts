@@ -28,7 +28,9 @@
  * (user, IP, API key, cookie and user agent together): one caller's checks
  * stay in one request, in the order they were made, while Floodgate may
  * apply two parts in either order, as it would the checks of callers that
- * each sent their own. Its document text never changes, so the server
+ * each sent their own. The checks of one checkMany call are decided as one
+ * by one: a tenant's travel as one group that no split divides, and more
+ * than maxSize of them in requests one after another. Its document text never changes, so the server
  * compiles it once for its fast path. Batches are kept to one tenant because
  * Floodgate refuses a whole operation whose checks mix tenants a key may not
  * check; a batch refused for one check's bad input is sent again without it
@@ -145,6 +147,8 @@ interface PendingCheck {
   request: CheckLimitsInput;
   resolve(decision: FloodgateDecision): void;
   reject(error: FloodgateError): void;
+  /** The checkMany call it belongs to, whose checks travel in one request, in order; undefined for a check of its own. */
+  group?: string;
 }
 
 interface Batch {
@@ -196,6 +200,9 @@ export class FloodgateClient {
   private turnScheduled = false;
   private degraded = false;
   private closed = false;
+  private closing: Promise<void> | null = null;
+  /** checkMany calls so far: each one's checks are a group (PendingCheck.group). */
+  private groups = 0;
   private readonly counts = {
     network: 0,
     refusalCache: 0,
@@ -242,17 +249,46 @@ export class FloodgateClient {
   /** Decides one check. Resolves with a decision even when Floodgate is down; throws FloodgateError only for the caller's own faults. */
   check(request: CheckLimitsInput): Promise<FloodgateDecision> {
     if (this.closed) return Promise.reject(new FloodgateError("the client is closed", "CLIENT_CLOSED"));
-    const remembered = this.cache?.refusal(request, Date.now()) ?? null;
-    if (remembered !== null) {
-      this.counts.refusalCache++;
-      return Promise.resolve(remembered);
-    }
+    const remembered = this.remembered(request);
+    if (remembered !== null) return Promise.resolve(remembered);
     return new Promise((resolve, reject) => this.enqueue({ request: inputOf(request), resolve, reject }));
   }
 
-  /** Decides several checks, in order; they travel in the same batches as any others. */
-  checkMany(requests: readonly CheckLimitsInput[]): Promise<FloodgateDecision[]> {
-    return Promise.all(requests.map((request) => this.check(request)));
+  /**
+   * Decides several checks as one by one, in order: the checks of a tenant
+   * travel together in one request, in the order given, never split between
+   * two requests that Floodgate could apply the other way round (two checks
+   * of one user from two addresses share the user's bucket). More than
+   * batch.maxSize of a tenant's go in requests sent one after another. They
+   * share requests with any other checks of the moment.
+   */
+  async checkMany(requests: readonly CheckLimitsInput[]): Promise<FloodgateDecision[]> {
+    if (this.closed) throw new FloodgateError("the client is closed", "CLIENT_CLOSED");
+    const group = `many:${++this.groups}`;
+    const byTenant = new Map<string, number[]>();
+    requests.forEach(({ tenantId }, i) => {
+      const indexes = byTenant.get(tenantId);
+      if (indexes === undefined) byTenant.set(tenantId, [i]);
+      else indexes.push(i);
+    });
+    const decisions: FloodgateDecision[] = new Array(requests.length);
+    await Promise.all(
+      [...byTenant.values()].map(async (indexes) => {
+        for (let at = 0; at < indexes.length; at += this.maxSize) {
+          const part = indexes.slice(at, at + this.maxSize);
+          const decided = await Promise.all(this.enqueueTogether(part.map((i) => requests[i]!), group));
+          part.forEach((i, j) => (decisions[i] = decided[j]!));
+        }
+      }),
+    );
+    return decisions;
+  }
+
+  /** The refusal cache's answer to a check, counted; null when it has none. */
+  private remembered(request: CheckLimitsInput): FloodgateDecision | null {
+    const remembered = this.cache?.refusal(request, Date.now()) ?? null;
+    if (remembered !== null) this.counts.refusalCache++;
+    return remembered;
   }
 
   /** Forgets one bucket of a rule (resetLimit), here at once and everywhere through Floodgate. Throws FloodgateError UNAVAILABLE when Floodgate cannot be asked. */
@@ -296,14 +332,45 @@ export class FloodgateClient {
     };
   }
 
-  /** Sends what is gathered, waits for what is in flight, and closes the connections and the push channel. */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Sends what is gathered, waits for what is in flight, and closes the
+   * connections and the push channel. Every call waits for all of it: a
+   * second close() (two parts of a program shutting down) that returned at
+   * once would let its caller go on while checks are still in flight.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.closeNow();
+    return this.closing;
+  }
+
+  private async closeNow(): Promise<void> {
     this.closed = true;
     for (const batch of [...this.open.values()]) void this.flush(batch);
     await Promise.all([...this.inFlight]);
     await this.feed?.close();
     await this.transport.close();
+  }
+
+  /**
+   * Puts checks of one tenant in one batch, in order (the batch open for
+   * the tenant sent first when they do not fit beside its checks), marked as
+   * a group that no split divides. Checks its refusal cache answers are
+   * answered at once: a refusal counts nothing, so it cannot change what
+   * the others are decided.
+   */
+  private enqueueTogether(requests: readonly CheckLimitsInput[], group: string): Promise<FloodgateDecision>[] {
+    if (this.closed) return requests.map(() => Promise.reject(new FloodgateError("the client is closed", "CLIENT_CLOSED")));
+    const decided: Promise<FloodgateDecision>[] = [];
+    const checks: PendingCheck[] = [];
+    for (const request of requests) {
+      const remembered = this.remembered(request);
+      if (remembered !== null) decided.push(Promise.resolve(remembered));
+      else decided.push(new Promise((resolve, reject) => checks.push({ request: inputOf(request), resolve, reject, group })));
+    }
+    const open = checks.length === 0 ? undefined : this.open.get(checks[0]!.request.tenantId);
+    if (open !== undefined && open.checks.length + checks.length > this.maxSize) void this.flush(open);
+    for (const check of checks) this.enqueue(check);
+    return decided;
   }
 
   private enqueue(check: PendingCheck): void {
@@ -314,7 +381,8 @@ export class FloodgateClient {
       this.open.set(tenantId, batch);
       if (this.maxWaitMs > 0) {
         const waiting = batch;
-        batch.timer = setTimeout(() => void this.flush(waiting), this.maxWaitMs);
+        // Never past the first check's deadline: a maxWaitMs longer than timeoutMs held its checks until the wait ended, long after they were due.
+        batch.timer = setTimeout(() => void this.flush(waiting), Math.min(this.maxWaitMs, this.timeoutMs));
       } else if (!this.turnScheduled) {
         this.turnScheduled = true;
         afterThisTurn(() => {
@@ -356,6 +424,15 @@ export class FloodgateClient {
 
   private async send(checks: PendingCheck[], deadlineAtMs: number): Promise<void> {
     if (checks.length === 0) return;
+    // Due already (its batch waited out the deadline): sent now, Floodgate could count checks the caller is told were decided without it.
+    if (Date.now() >= deadlineAtMs) return this.byFailureMode(checks, "timeouts");
+    let requests: string;
+    try {
+      requests = JSON.stringify(checks.map((c) => c.request));
+    } catch {
+      // A JavaScript caller's value JSON cannot write (a BigInt cost): thrown here, it left every check of the batch unsettled and the rejection unhandled.
+      return this.withoutUnwritable(checks, deadlineAtMs);
+    }
     this.counts.batches++;
     this.counts.batchedChecks += checks.length;
     const mark = this.cache?.mark() ?? -1;
@@ -363,7 +440,7 @@ export class FloodgateClient {
     const tenantId = checks[0]!.request.tenantId;
     const inFull = !this.rules.hasMet(tenantId);
     const prefix = inFull ? CHECKS_IN_FULL_PREFIX : CHECKS_PREFIX;
-    const answer = await this.post<FloodgateChecksQuery | FloodgateChecksInFullQuery>(prefix + JSON.stringify(checks.map((c) => c.request)) + "}}", deadlineAtMs);
+    const answer = await this.post<FloodgateChecksQuery | FloodgateChecksInFullQuery>(prefix + requests + "}}", deadlineAtMs);
     if ("outage" in answer) return this.byFailureMode(checks, answer.outage);
     const decisions = answer.body.data?.checkLimitsBatch;
     if (decisions?.length === checks.length) {
@@ -383,7 +460,7 @@ export class FloodgateClient {
           continue;
         }
         this.counts.network++;
-        this.local?.learn(decision);
+        this.local?.learn(check.request, decision);
         this.cache?.learn(check.request, decision, sentAtMs, mark);
         check.resolve(decision);
       }
@@ -404,6 +481,21 @@ export class FloodgateClient {
     if ("outage" in answer) return answer.outage;
     this.rules.learn(checks[0]!.request.tenantId, answer.body.data?.checkLimitsBatch ?? []);
     return null;
+  }
+
+  /** The batch's body could not be written (nothing was sent): the checks that cannot be written fail as bad input, the others are sent. */
+  private async withoutUnwritable(checks: PendingCheck[], deadlineAtMs: number): Promise<void> {
+    const writable = checks.filter((check) => {
+      try {
+        JSON.stringify(check.request);
+        return true;
+      } catch (error) {
+        this.counts.callerErrors++;
+        check.reject(new FloodgateError(`request cannot be sent: ${error instanceof Error ? error.message : String(error)}`, "BAD_USER_INPUT", "request"));
+        return false;
+      }
+    });
+    await this.send(writable, deadlineAtMs);
   }
 
   /**
@@ -503,7 +595,7 @@ function splitByCaller(checks: PendingCheck[], parts: number): PendingCheck[][] 
   const split: PendingCheck[][] = Array.from({ length: parts }, () => []);
   for (const check of checks) {
     const { userId, ip, apiKey, cookie, userAgent } = check.request;
-    split[fnv1a(`${userId ?? ""}\u0000${ip ?? ""}\u0000${apiKey ?? ""}\u0000${cookie ?? ""}\u0000${userAgent ?? ""}`) % parts]!.push(check);
+    split[fnv1a(check.group ?? `${userId ?? ""}\u0000${ip ?? ""}\u0000${apiKey ?? ""}\u0000${cookie ?? ""}\u0000${userAgent ?? ""}`) % parts]!.push(check);
   }
   return split.filter((part) => part.length > 0);
 }

@@ -117,6 +117,9 @@ export class InvalidationFeed {
           if (invalidation.kind === "LISTENING") {
             this.failures = 0;
             cache.setLive(true);
+          } else if (invalidation.kind === "ALLOW_LISTED") {
+            // Without a tenant (a Floodgate that does not say), every refusal is forgotten.
+            cache.forgetTenant(invalidation.tenantId ?? "*");
           } else if (invalidation.ruleId !== null && invalidation.key !== null) {
             cache.forgetBucket(invalidation.ruleId, invalidation.key);
           } else if (invalidation.ruleId !== null) {

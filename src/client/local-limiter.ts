@@ -68,11 +68,23 @@ export class LocalLimiter {
     this.counters = new LruCache({ maxEntries: options.maxBuckets });
   }
 
-  /** Learns the rules of a decision Floodgate made, keeping each at the newest version seen. */
-  learn(decision: FloodgateDecision): void {
+  /**
+   * Learns the rules of a decision Floodgate made to `input`, keeping each at
+   * the newest version seen, and forgets the rules it knows that would apply
+   * to `input` here but that Floodgate did not apply: deleted, disabled, or
+   * changed so that they no longer match. Only a decision that went through
+   * the rules says which applied (a screened one names none; a degraded one
+   * may not have read them), so only such a decision forgets.
+   */
+  learn(input: CheckLimitsInput, decision: FloodgateDecision): void {
     for (const { rule } of decision.results) {
       const known = this.rules.get(rule.id);
       if (known === undefined || known.rule.version < rule.version) this.rules.set(rule.id, this.compile(rule));
+    }
+    if (decision.degraded || decision.reason !== null) return;
+    const applied = new Set(decision.results.map(({ rule }) => rule.id));
+    for (const { known } of this.applying(parseCheckRequest(input))) {
+      if (!applied.has(known.rule.id)) this.rules.delete(known.rule.id);
     }
   }
 

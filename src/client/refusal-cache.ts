@@ -30,11 +30,14 @@
  */
 
 import { LruCache } from "../domain/lru-cache.js";
+import { ALL_TENANTS } from "../domain/rule.js";
 import { withoutQueryOrFragment } from "../domain/glob.js";
 import { retryAfterSeconds, type FloodgateDecision, type HttpHeader } from "./decision.js";
 import type { CheckLimitsInput } from "./generated/operations.js";
 
 interface Entry {
+  /** The check's tenant. */
+  tenantId: string;
   decision: FloodgateDecision;
   /** The smallest cost known to be refused. */
   cost: number;
@@ -84,7 +87,7 @@ export class RefusalCache {
     if (decision.allowed || decision.degraded || decision.reason !== null || decision.retryAfter === null) return;
     if (decision.results.some((r) => !r.allowed && r.rule.algorithm === "CONCURRENCY")) return;
     if (!this.live || mark !== this.invalidations) return;
-    this.entries.set(keyOf(request), { decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfter * 1000, replayed: null, replayedAtMs: -1 });
+    this.entries.set(keyOf(request), { tenantId: request.tenantId, decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfter * 1000, replayed: null, replayedAtMs: -1 });
   }
 
   /** Every bucket of the rule may admit again (the rule changed). */
@@ -97,6 +100,12 @@ export class RefusalCache {
   forgetBucket(ruleId: string, key: string): void {
     this.invalidations++;
     this.entries.deleteWhere((_, entry) => entry.decision.results.some((r) => r.rule.id === ruleId && r.key === key));
+  }
+
+  /** Every check of the tenant ("*": of every tenant) may be admitted again (an allow list entry was added). */
+  forgetTenant(tenantId: string): void {
+    this.invalidations++;
+    this.entries.deleteWhere((_, entry) => tenantId === ALL_TENANTS || entry.tenantId === tenantId);
   }
 
   /** The push channel is live (true) or down (false, and everything is forgotten). */

@@ -7,25 +7,19 @@
 
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
-import { afterEach, describe, expect, it } from "vitest";
-import { FloodgateClient, FloodgateError, type FetchFunction, type FloodgateDecision } from "floodgate/client";
+import { describe, expect, it } from "vitest";
+import { FloodgateClient, FloodgateError, type CheckRequest, type FetchFunction, type FloodgateDecision } from "floodgate/client";
 import { BanDocument, CheckLimitsAsTheClientHasItDocument, UnbanDocument, UpdateRuleDocument } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
-import { apiKey, hangingUpServer, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
+import { apiKey, closedAfterEachTest, hangingUpServer, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
 import { startTcpProxy } from "../harness/tcp-proxy.js";
 import { CONNECT_TIMEOUT_MS } from "../../src/client/invalidation-feed.js";
 
-const clients: FloodgateClient[] = [];
-const cleanups: (() => Promise<void>)[] = [];
+const { track, cleanups } = closedAfterEachTest();
 
-afterEach(async () => {
-  for (const client of clients.splice(0)) await client.close();
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-});
-
-function track<T extends FloodgateClient>(client: T): T {
-  clients.push(client);
-  return client;
+/** Checks made at once by separate callers (checkMany's would travel as one group, never split). */
+function checkAtOnce(client: FloodgateClient, requests: readonly CheckRequest[]): Promise<FloodgateDecision[]> {
+  return Promise.all(requests.map((request) => client.check(request)));
 }
 
 const header = (decision: FloodgateDecision, name: string) => decision.headers.find((h) => h.name === name)?.value;
@@ -80,7 +74,7 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       const requests = [0, 1, 2].flatMap(() => users.map((userId) => ({ tenantId, userId })));
       for (const parallel of [2, 1]) {
         const client = track(patientClient(suite.t.app.url, key, { cache: false, batch: { parallel } }));
-        const decisions = await client.checkMany(requests.map((r) => ({ ...r, userId: `${r.userId}-${parallel}` })));
+        const decisions = await checkAtOnce(client, requests.map((r) => ({ ...r, userId: `${r.userId}-${parallel}` })));
         expect(client.stats()).toMatchObject({ batches: parallel, decisions: { network: 48 } });
         // Each caller's first two checks admitted, in the order made, and its third refused.
         expect(decisions.map((d) => d.remaining)).toEqual([...users.map(() => 1), ...users.map(() => 0), ...users.map(() => 0)]);
@@ -99,9 +93,9 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       };
       const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false, fetch: heldFetch }));
       const callers = (from: number) => Array.from({ length: 32 }, (_, i) => ({ tenantId, userId: `u${from + i}` }));
-      const first = client.checkMany(callers(0));
+      const first = checkAtOnce(client, callers(0));
       await until(() => held.length === 2, "the first batch's two requests");
-      const second = client.checkMany(callers(100));
+      const second = checkAtOnce(client, callers(100));
       await until(() => held.length === 3, "the second batch's request");
       // The first batch split in two by caller, the second (no request free to go) sent whole.
       expect(held[0]!.size + held[1]!.size).toBe(32);
@@ -109,7 +103,7 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       for (const request of held) request.release();
       await Promise.all([first, second]);
       // Nothing in flight again: the next batch is split as before.
-      const third = client.checkMany(callers(200));
+      const third = checkAtOnce(client, callers(200));
       await until(() => held.length === 5, "the third batch's two requests");
       for (const request of held.slice(3)) request.release();
       expect((await third).every((d) => d.allowed)).toBe(true);
@@ -507,7 +501,7 @@ describe("FloodgateClient close()", () => {
 });
 
 describe("FloodgateClient close() with checks in flight", () => {
-  it("waits for the checks already sent: each resolves with a decision", async () => {
+  it("waits for the checks already sent, at every call of close(): each resolves with a decision", async () => {
     const silent = await silentServer();
     try {
       // Over fetch, whose transport has nothing of its own to wait for.
@@ -516,8 +510,11 @@ describe("FloodgateClient close() with checks in flight", () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       let settledBeforeClose = false;
       void pending.then(() => (settledBeforeClose = true));
+      // Two parts of a program shutting down, each awaiting close(): the second must not return first.
+      const firstClose = client.close();
       await client.close();
       expect(settledBeforeClose).toBe(true);
+      await firstClose;
       expect(await pending).toMatchObject({ allowed: true, degraded: true, source: "CLIENT_FAILURE_MODE" });
     } finally {
       await silent.close();

@@ -120,6 +120,18 @@ describe("RefusalCache", () => {
     for (const request of other) expect(cache.refusal(request, at), JSON.stringify(request)).toBeNull();
   });
 
+  it("forgets a tenant's refusals when its allow list gains an entry, and every tenant's for \"*\"'s", () => {
+    const other = { ...check, tenantId: "globex" };
+    const cache = cacheHolding();
+    cache.learn(other, refusal, SENT_AT_MS, cache.mark());
+    const at = SENT_AT_MS + 1_000;
+    cache.forgetTenant("globex");
+    expect([cache.refusal(check, at) !== null, cache.refusal(other, at) !== null]).toEqual([true, false]);
+    cache.learn(other, refusal, SENT_AT_MS, cache.mark());
+    cache.forgetTenant("*");
+    expect([cache.refusal(check, at), cache.refusal(other, at)]).toEqual([null, null]);
+  });
+
   it("refuses a costlier check too, but not a cheaper one", () => {
     const cache = new RefusalCache(100);
     cache.setLive(true);

@@ -6,10 +6,28 @@
  */
 
 import { createServer, type Server, type Socket } from "node:net";
+import { afterEach } from "vitest";
 import { FloodgateClient, type FloodgateClientOptions } from "floodgate/client";
 import { CreateApiKeyDocument, type Role } from "../generated/graphql.js";
 import type { GraphQLClient } from "../harness/graphql-client.js";
 import { freePort } from "../harness/free-port.js";
+
+/** Clients a test file's tests start (track) and other things they leave to undo (cleanups): closed and undone after each test. */
+export function closedAfterEachTest(): { track<T extends FloodgateClient>(client: T): T; cleanups: (() => Promise<void>)[] } {
+  const clients: FloodgateClient[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close();
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+  return {
+    track: (client) => {
+      clients.push(client);
+      return client;
+    },
+    cleanups,
+  };
+}
 
 /** A generous deadline: these tests check exact semantics, which must not hinge on how loaded the machine is. */
 export const PATIENT_MS = 5_000;
