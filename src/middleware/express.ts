@@ -23,6 +23,13 @@ export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressM
   const gate = createGate<IncomingMessage>(options, nodeRequestView);
   const middleware = (request: IncomingMessage, response: ServerResponse, next: (error?: unknown) => void) => {
     gate.decide(request).then((verdict) => {
+      // Answered while the check was pending (a request-timeout middleware in front, say): the response is no
+      // longer this middleware's nor the request the routes'. Setting a header would throw where nothing catches
+      // it, an unhandled rejection that ends the process; a lease is handed back now, its response long finished.
+      if (response.headersSent) {
+        if (verdict.kind === "pass") void gate.release(verdict.decision);
+        return;
+      }
       if (verdict.kind === "skip") return next();
       for (const { name, value } of verdict.headers) response.setHeader(name, value);
       releaseWhenDone(gate, verdict, response);
@@ -30,7 +37,8 @@ export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressM
         response.statusCode = verdict.status;
         response.end(verdict.body);
       } else if (verdict.delayMs > 0) {
-        setTimeout(next, verdict.delayMs);
+        // The same after THROTTLE's delay: a response sent meanwhile is not routed again.
+        setTimeout(() => (response.headersSent ? undefined : next()), verdict.delayMs);
       } else {
         next();
       }
@@ -40,10 +48,11 @@ export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressM
 }
 
 /** node:http's request as the gate reads it (Express's request is one). */
-export function nodeRequestView(request: IncomingMessage): RequestView {
+export function nodeRequestView(request: IncomingMessage & { originalUrl?: string }): RequestView {
   return {
     method: request.method ?? "GET",
-    url: request.url ?? "/",
+    // Express's originalUrl: under app.use("/api", floodgate(...)) its url has lost the mount ("/orders" for "/api/orders").
+    url: request.originalUrl ?? request.url ?? "/",
     header: (name) => {
       const value = request.headers[name];
       return Array.isArray(value) ? value.join(", ") : value;

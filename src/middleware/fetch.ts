@@ -19,7 +19,9 @@
  *
  * Fetch runtimes do not tell a Request's peer address: pass it as the second
  * argument where the runtime has it, or read it with extract.ip (a
- * platform's header, such as CF-Connecting-IP). See gate.ts for the rest.
+ * platform's header, such as CF-Connecting-IP), or, behind proxies that
+ * append X-Forwarded-For (Vercel's, say), set trustProxy to their number: the
+ * walk then starts at the header's end. See gate.ts for the rest.
  */
 
 import type { HttpHeader } from "../client/index.js";

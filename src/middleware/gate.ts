@@ -9,14 +9,20 @@
  *              (never by default: anyone can send it). trustProxy: n trusts
  *              n proxies in front, so the address the n-th one saw is taken,
  *              counting from ours; true trusts every hop (only behind a proxy
- *              that replaces the header).
+ *              that replaces the header). Where the runtime does not tell
+ *              the peer (fetch runtimes), the walk starts at the header's end
+ *              all the same: trustProxy says a proxy wrote it.
  *   userAgent  User-Agent
  *   apiKey     the bearer token of Authorization, or the header apiKeyHeader names
  *   cookie     the value of the cookie cookieName names (none by default)
- *   method, resource   the method, and the path without its query string
+ *   method     the method, when Floodgate knows it (HTTP_METHODS); none for
+ *              others (PURGE, PROPFIND...), which rules for any method still count
+ *   resource   the path without its query string, its percent-escapes
+ *              decoded as the routers decode them (see resourceOf)
  *   tenantId   a constant or a function of the request
- * Values from headers are cut to what Floodgate accepts (lengths, no control
- * characters), so no header can make a check fail.
+ * Values from the request are cut to what Floodgate accepts (lengths, no
+ * control characters, addresses it parses, methods it knows), so no request
+ * can make a check fail.
  *
  * The verdict: headers to set on the response either way; on denial a 429
  * with an RFC 9457 problem details body, or a 403 for a request on a deny
@@ -34,6 +40,7 @@
 import { FloodgateClient, type FloodgateClientOptions, type FloodgateDecision, type HttpHeader } from "../client/index.js";
 import type { CheckLimitsInput } from "../client/generated/operations.js";
 import { withoutQueryOrFragment } from "../domain/glob.js";
+import { HTTP_METHODS } from "../domain/rule.js";
 
 /** What the gate reads of a request, whatever the framework. */
 export interface RequestView {
@@ -100,8 +107,30 @@ export interface Gate<Req> {
 /** Floodgate's limits on what a check carries (src/domain/request.ts). */
 const MAX = { identifier: 256, userAgent: 1024, cookie: 4096, resource: 2048 } as const;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
-const IPV6 = /^[0-9A-Fa-f:.]{2,45}$/;
+/**
+ * What Floodgate's node:net isIP accepts (the same expressions as Node's
+ * lib/internal/net.js, which fetch runtimes lack): a hop of X-Forwarded-For
+ * that merely looks like an address ("1.2.3.256", ":::") failed the check.
+ */
+const V4_PART = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])";
+const V4 = `(?:${V4_PART}\\.){3}${V4_PART}`;
+const V6_PART = "(?:[0-9a-fA-F]{1,4})";
+const IPV4 = new RegExp(`^${V4}$`);
+const IPV6 = new RegExp(
+  "^(?:" +
+    `(?:${V6_PART}:){7}(?:${V6_PART}|:)|` +
+    `(?:${V6_PART}:){6}(?:${V4}|:${V6_PART}|:)|` +
+    `(?:${V6_PART}:){5}(?::${V4}|(?::${V6_PART}){1,2}|:)|` +
+    `(?:${V6_PART}:){4}(?:(?::${V6_PART}){0,1}:${V4}|(?::${V6_PART}){1,3}|:)|` +
+    `(?:${V6_PART}:){3}(?:(?::${V6_PART}){0,2}:${V4}|(?::${V6_PART}){1,4}|:)|` +
+    `(?:${V6_PART}:){2}(?:(?::${V6_PART}){0,3}:${V4}|(?::${V6_PART}){1,5}|:)|` +
+    `(?:${V6_PART}:){1}(?:(?::${V6_PART}){0,4}:${V4}|(?::${V6_PART}){1,6}|:)|` +
+    `(?::(?:(?::${V6_PART}){0,5}:${V4}|(?::${V6_PART}){1,7}|:))` +
+    ")(?:%[0-9a-zA-Z-.:]{1,})?$",
+);
+/** Floodgate's longest ip (LENGTHS.ip): an address with its zone id. */
+const MAX_IP = 64;
+const METHODS: ReadonlySet<string> = new Set(HTTP_METHODS);
 const SKIP = Object.freeze({ kind: "skip" }) as Verdict;
 
 export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request: Req) => RequestView): Gate<Req> {
@@ -123,8 +152,8 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
       apiKey: extract.apiKey?.(request) ?? clean(apiKeyHeader ? v.header(apiKeyHeader.toLowerCase()) : bearerToken(authorization), MAX.identifier),
       userAgent: extract.userAgent?.(request) ?? clean(v.header("user-agent"), MAX.userAgent),
       cookie: extract.cookie?.(request) ?? (cookieName ? clean(cookieValue(v.header("cookie"), cookieName), MAX.cookie) : undefined),
-      method: extract.method?.(request) ?? v.method,
-      resource: extract.resource?.(request) ?? clean(path, MAX.resource),
+      method: extract.method?.(request) ?? knownMethod(v.method),
+      resource: extract.resource?.(request) ?? clean(resourceOf(path), MAX.resource),
       cost: extract.cost?.(request),
     };
   };
@@ -203,6 +232,11 @@ function trustedHops(trust: boolean | number | undefined): number {
   return trust;
 }
 
+/**
+ * A skip is a hole in every limit, so only the path as sent is compared,
+ * never decoded (resourceOf): Express routes "/%68ealthz" to no health
+ * check, and skipping it would let it past the rules to whatever serves it.
+ */
 function skipTest<Req>(skip: GateOptions<Req>["skip"], view: (request: Req) => RequestView): (request: Req) => boolean {
   if (skip === undefined) return () => false;
   if (typeof skip === "function") return skip;
@@ -217,11 +251,14 @@ function skipTest<Req>(skip: GateOptions<Req>["skip"], view: (request: Req) => R
 /**
  * The caller's address: the socket's peer, or with trusted proxies the
  * address the farthest trusted one saw, read from the right of
- * X-Forwarded-For. A hop that is not an address stops the walk there.
+ * X-Forwarded-For. A hop that is not an address stops the walk there. A peer
+ * the runtime does not tell (fetch runtimes) does not stop it: the header's
+ * last hop is what the nearest trusted proxy saw whoever that proxy is, and
+ * stopping there left every IP rule without an address to count.
  */
 function clientIp(view: RequestView, hops: number): string | undefined {
   let ip = ipLike(view.remoteAddress);
-  if (hops === 0 || ip === undefined) return ip;
+  if (hops === 0) return ip;
   const forwarded = (view.header("x-forwarded-for") ?? "").split(",").map((hop) => hop.trim()).filter((hop) => hop !== "").reverse();
   for (let i = 0; i < forwarded.length && i < hops; i++) {
     const hop = ipLike(forwarded[i]);
@@ -232,7 +269,42 @@ function clientIp(view: RequestView, hops: number): string | undefined {
 }
 
 function ipLike(address: string | undefined): string | undefined {
-  return address !== undefined && (IPV4.test(address) || (IPV6.test(address) && address.includes(":"))) ? address : undefined;
+  return address !== undefined && address.length <= MAX_IP && (IPV4.test(address) || IPV6.test(address)) ? address : undefined;
+}
+
+/** The method as Floodgate names it, or none for one it does not know: Floodgate refuses those, and Node's parser and the frameworks serve PURGE, PROPFIND, QUERY... */
+function knownMethod(method: string): string | undefined {
+  const upper = method.toUpperCase();
+  return METHODS.has(upper) ? upper : undefined;
+}
+
+/**
+ * The path as the app's router sees it, for the check: Fastify (find-my-way)
+ * and Hono route on the path decoded as decodeURI decodes it, and Express hands
+ * its route parameters decoded, so "/api/%6Frders" is served as /api/orders
+ * and must count in its bucket (Floodgate leaves escapes alone). decodeURI
+ * keeps the reserved characters escaped ("%2F" stays, inventing no segment,
+ * "%3F" no query string); "%25" stays too, so that what is decoded is never
+ * decoded again. Segment by segment: one whose escape is malformed stays as
+ * sent, and so does one that would decode to "." or ".." ("%2e%2e"), which
+ * Floodgate would then fold away, moving "/api/%2e%2e/admin" out from under
+ * a rule on "/api/**" while a router serves it below /api, or to a control
+ * character, which clean() would strip (leaving "..", say). Only the check's
+ * resource: the skip list compares the path as sent (skipTest).
+ */
+function resourceOf(path: string): string {
+  if (!path.includes("%")) return path;
+  return path.split("/").map(decodedSegment).join("/");
+}
+
+function decodedSegment(segment: string): string {
+  if (!segment.includes("%")) return segment;
+  try {
+    const decoded = decodeURI(segment.replace(/%25/g, "%2525"));
+    return decoded === "." || decoded === ".." || decoded.replace(CONTROL, "") !== decoded ? segment : decoded;
+  } catch {
+    return segment;
+  }
 }
 
 function pathOf(url: string): string {

@@ -43,10 +43,12 @@ export async function startWebApp(framework: Framework, options: LimitOptions): 
   }
 }
 
-async function startExpress(options: LimitOptions): Promise<WebApp> {
+/** An Express app limited by the middleware, mounted at `mount` as Express's guide mounts middleware (app.use(path, middleware)); its health check below it. */
+export async function startExpress(options: LimitOptions, mount = ""): Promise<WebApp> {
   const app = express();
-  app.use(expressFloodgate(options));
-  app.get("/healthz", (_req, res) => void res.send("ok"));
+  if (mount === "") app.use(expressFloodgate(options));
+  else app.use(mount, expressFloodgate(options));
+  app.get(`${mount}/healthz`, (_req, res) => void res.send("ok"));
   app.all("/{*path}", (req, res) => void res.json({ served: req.path }));
   const server = await new Promise<ReturnType<typeof app.listen>>((resolve) => {
     const listening = app.listen(0, "127.0.0.1", () => resolve(listening));
