@@ -40,6 +40,15 @@ export interface ApiContext {
    * one leaves the operation without data: none of it may have counted).
    */
   check(requests: readonly CheckRequest[]): Promise<Decision[]>;
+  /**
+   * Refuses every check of the operation not yet sent to the store, with
+   * `error`: a check field refused for its input (a request the domain
+   * refuses, an argument graphql refuses) leaves the operation without data,
+   * its root fields being non-null, so none of its checks may count. The
+   * fields read their input before the loader runs (after every root field
+   * has started), so whichever field comes first, nothing is counted.
+   */
+  refuseChecks(error: unknown): void;
 }
 
 /**
@@ -52,11 +61,19 @@ export interface ApiContext {
 const CHECK_LOADER_OPTIONS = { cache: false, maxBatchSize: MAX_BATCH } as const;
 
 export function createContext(services: Services, principal: Principal, requestId: string): ApiContext {
-  const loader = new DataLoader<CheckRequest, Decision>((requests) => services.limiter.check(principal, requests), CHECK_LOADER_OPTIONS);
+  // Apollo hands resolvers a shallow copy of the context: the refusal lives here, shared by every copy.
+  let refused: { error: unknown } | null = null;
+  const loader = new DataLoader<CheckRequest, Decision>(
+    (requests) => (refused === null ? services.limiter.check(principal, requests) : Promise.reject(refused.error)),
+    CHECK_LOADER_OPTIONS,
+  );
   return {
     services,
     principal,
     requestId,
     check: (requests) => Promise.all(requests.map((request) => loader.load(request))),
+    refuseChecks: (error) => {
+      refused ??= { error };
+    },
   };
 }

@@ -68,7 +68,24 @@ function retryLater(message: string, code: string, status: number, retryAfter: n
 
 /** An error a caller is meant to see: a domain failure, GraphQL's own (parse, validation, coercion), or one Apollo marks as the request's fault. */
 export function isExpected(error: GraphQLError): boolean {
-  return toGraphQLError(unwrapResolverError(error)) !== null || publicCode(error.extensions?.code, error) !== null;
+  return toGraphQLError(unwrapResolverError(error)) !== null || publicCode(error.extensions?.code, error) !== null || refusedArgument(error) !== null;
+}
+
+/**
+ * graphql's refusal of a field's argument as the operation runs, its words:
+ * a variable declared nullable with a default (allowed where the argument is
+ * non-null) sent as an explicit null. Every other argument is refused before
+ * anything runs (validation, the coercion of variables); this one only once
+ * its field runs, as an error without a code.
+ */
+const REFUSED_ARGUMENT = /^Argument "([_A-Za-z][_0-9A-Za-z]*)" (?:of non-null type "[^"]*" must not be null|has invalid value .*)\.$/s;
+
+/** The argument graphql refused (see REFUSED_ARGUMENT), or null when the error is not such a refusal. */
+function refusedArgument(error: unknown): string | null {
+  if (!(error instanceof GraphQLError) || error.extensions?.code !== undefined) return null;
+  const original = error.originalError;
+  if (original !== undefined && !(original instanceof GraphQLError && original.message === error.message)) return null;
+  return REFUSED_ARGUMENT.exec(error.message)?.[1] ?? null;
 }
 
 /** How errors are shown to callers: formatError, or it without graphql's suggestions (see errorFormatter). */
@@ -78,6 +95,9 @@ export type ErrorFormatter = (formatted: GraphQLFormattedError, error: unknown) 
 export function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const mapped = toGraphQLError(unwrapResolverError(error));
   if (mapped) return { message: mapped.message, locations: formatted.locations, path: formatted.path, extensions: publicExtensions(mapped.extensions) };
+  // The caller's input, as a check's own refusals are: BAD_USER_INPUT naming the argument.
+  const argument = refusedArgument(error);
+  if (argument !== null) return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: { code: ErrorCode.BAD_USER_INPUT, field: argument } };
   const code = publicCode(formatted.extensions?.code, error);
   if (code !== null) {
     return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: { ...publicExtensions(formatted.extensions!), code } };

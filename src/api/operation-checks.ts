@@ -9,7 +9,16 @@
  * refused whole, having counted nothing.
  */
 
-import { Kind, type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, type OperationDefinitionNode, type SelectionSetNode, type ValueNode } from "graphql";
+import {
+  Kind,
+  getArgumentValues,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLResolveInfo,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValueNode,
+} from "graphql";
 import { ValidationError } from "../domain/errors.js";
 import { MAX_BATCH } from "../domain/service-limits.js";
 import type { ApiContext } from "./context.js";
@@ -26,16 +35,23 @@ export function operationChecks(
   fragments: Readonly<Record<string, FragmentDefinitionNode>>,
   variables: Readonly<Record<string, unknown>> | undefined,
 ): number {
+  let checks = 0;
+  for (const field of rootFields(operation, fragments)) checks += fieldChecks(field, operation, variables);
+  return checks;
+}
+
+/** The operation's root fields, one per response key, as graphql-js collects them (@skip and @include not evaluated). */
+function rootFields(operation: OperationDefinitionNode, fragments: Readonly<Record<string, FragmentDefinitionNode>>): FieldNode[] {
   const keys = new Set<string>();
   const spread = new Set<string>();
-  let checks = 0;
+  const fields: FieldNode[] = [];
   const collect = (set: SelectionSetNode): void => {
     for (const selection of set.selections) {
       if (selection.kind === Kind.FIELD) {
         const key = selection.alias?.value ?? selection.name.value;
         if (keys.has(key)) continue;
         keys.add(key);
-        checks += fieldChecks(selection, operation, variables);
+        fields.push(selection);
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         collect(selection.selectionSet);
       } else if (!spread.has(selection.name.value)) {
@@ -46,7 +62,7 @@ export function operationChecks(
     }
   };
   collect(operation.selectionSet);
-  return checks;
+  return fields;
 }
 
 export function tooManyChecks(checks: number): ValidationError {
@@ -65,14 +81,44 @@ const refusals = new WeakMap<ApiContext, ValidationError | null>();
  * operation past the cap fails in every one of them, so none of its checks
  * happens.
  */
-export function admitOperationChecks(context: ApiContext, info: Pick<GraphQLResolveInfo, "operation" | "fragments" | "variableValues">): void {
+export function admitOperationChecks(context: ApiContext, info: Pick<GraphQLResolveInfo, "operation" | "fragments" | "variableValues" | "parentType">): void {
   let refusal = refusals.get(context);
   if (refusal === undefined) {
     const checks = operationChecks(info.operation, info.fragments, info.variableValues);
     refusal = checks > MAX_BATCH ? tooManyChecks(checks) : null;
     refusals.set(context, refusal);
+    // A check field whose argument graphql will refuse when it runs refuses the operation's other checks too.
+    if (refusal === null) {
+      const refused = refusedArgumentOf(info);
+      if (refused !== undefined) context.refuseChecks(refused);
+    }
   }
   if (refusal !== null) throw refusal;
+}
+
+/**
+ * The error graphql will raise for a check field's argument as it runs, if
+ * any: only a variable declared nullable with a default and sent as an
+ * explicit null can make one (every other argument was refused before
+ * anything ran), so an operation without such a variable costs nothing more.
+ */
+function refusedArgumentOf(info: Pick<GraphQLResolveInfo, "operation" | "fragments" | "variableValues" | "parentType">): unknown {
+  const definitions = info.operation.variableDefinitions;
+  const nulled = definitions?.some(
+    (definition) => definition.defaultValue !== undefined && definition.type.kind !== Kind.NON_NULL_TYPE && info.variableValues[definition.variable.name.value] === null,
+  );
+  if (!nulled) return undefined;
+  const fields = info.parentType.getFields();
+  for (const field of rootFields(info.operation, info.fragments)) {
+    const definition = fields[field.name.value];
+    if (definition === undefined || !(field.name.value === "checkLimits" || field.name.value === "checkLimitsBatch")) continue;
+    try {
+      getArgumentValues(definition, field, info.variableValues);
+    } catch (error) {
+      return error;
+    }
+  }
+  return undefined;
 }
 
 function fieldChecks(field: FieldNode, operation: OperationDefinitionNode, variables: Readonly<Record<string, unknown>> | undefined): number {

@@ -299,7 +299,10 @@ export class LeasingCounterStore implements CounterStore {
         remainingAtGrant: outcome.remaining,
         resetAtMs: outcome.resetAtMs,
         offsetMs,
-        expiresAtMs: Math.min(endsAtStoreMs - offsetMs, grantedAtMs + (this.options.maxLeaseMs ?? MAX_LEASE_MS)),
+        // The store read its clock at some point of the round trip, at the earliest when the call was sent: its
+        // clock is at most `reply.nowMs - sentAtMs` ahead of this one's, so the lease ends here before the store's
+        // window (or debt) does, however the round trip was split. The middle of it could end half a round trip late.
+        expiresAtMs: Math.min(endsAtStoreMs - (reply!.nowMs - sentAtMs), grantedAtMs + (this.options.maxLeaseMs ?? MAX_LEASE_MS)),
       };
       this.telemetry.leaseTaken(units);
     } catch {

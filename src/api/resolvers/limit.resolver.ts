@@ -54,13 +54,24 @@ export class LimitResolver {
 export function resolveChecksDirectly(schema: GraphQLSchema): void {
   const limits = new LimitResolver();
   const fields = schema.getQueryType()!.getFields();
+  // A request refused for its input (parsed before anything is loaded) refuses the operation's other checks too (context.ts).
   const checkLimits: GraphQLFieldResolver<unknown, ApiContext, { request: CheckLimitsInput }> = async (_root, { request }, context, info) => {
     admitOperationChecks(context, info);
-    return limits.checkLimits(request, context);
+    try {
+      return limits.checkLimits(request, context);
+    } catch (error) {
+      context.refuseChecks(error);
+      throw error;
+    }
   };
   const checkLimitsBatch: GraphQLFieldResolver<unknown, ApiContext, { requests: CheckLimitsInput[] }> = async (_root, { requests }, context, info) => {
     admitOperationChecks(context, info);
-    return limits.checkLimitsBatch(requests, context);
+    try {
+      return limits.checkLimitsBatch(requests, context);
+    } catch (error) {
+      context.refuseChecks(error);
+      throw error;
+    }
   };
   fields.checkLimits!.resolve = checkLimits as GraphQLFieldResolver<unknown, unknown>;
   fields.checkLimitsBatch!.resolve = checkLimitsBatch as GraphQLFieldResolver<unknown, unknown>;

@@ -385,6 +385,14 @@ describe.each<Storage>(["memory", "unreachable"])("the check fast path answers a
       expect((await same({ headers: ADMIN, body: { query, variables: { x, y } } })).body).toContain("BAD_USER_INPUT");
       await same({ headers: ADMIN, body: read });
     }
+    // An argument graphql itself refuses as the field runs: a nullable variable with a default, sent as null.
+    const sibling = `s: checkLimits(request: {tenantId: "acme", userId: "${user}", ip: "10.0.0.3", resource: "/api/orders"}) { allowed }`;
+    const refused = "n: checkLimits(request: $r) { allowed }";
+    for (const fields of [`${refused} ${sibling}`, `${sibling} ${refused}`]) {
+      const query = `query Q($r: CheckLimitsInput = {tenantId: "acme", userId: "defaulted"}) { ${fields} }`;
+      expect((await same({ headers: ADMIN, body: { query, variables: { r: null } } })).body).toContain("BAD_USER_INPUT");
+      await same({ headers: ADMIN, body: read });
+    }
   });
 
   it("logs an unexpected error with the request id, the same on both sides", async () => {
