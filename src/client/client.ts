@@ -82,7 +82,7 @@ import { InvalidationFeed } from "./invalidation-feed.js";
 import type { LocalLimiter } from "./local-limiter.js";
 import { RefusalCache } from "./refusal-cache.js";
 import { RuleBook } from "./rule-book.js";
-import { DeadlineExceeded, fetchTransport, type FetchFunction, type Transport, type TransportAnswer } from "./transport.js";
+import { DeadlineExceeded, fetchTransport, monotonicMs, type FetchFunction, type Transport, type TransportAnswer } from "./transport.js";
 import { fnv1a } from "../domain/fnv1a.js";
 
 export type FailureMode = "OPEN" | "CLOSED" | "LOCAL";
@@ -154,7 +154,7 @@ interface PendingCheck {
 interface Batch {
   tenantId: string;
   checks: PendingCheck[];
-  /** When the first check's deadline passes. */
+  /** When the first check's deadline passes (a monotonicMs() time). */
   deadlineAtMs: number;
   /** maxWaitMs's timer, when there is one. */
   timer: ReturnType<typeof setTimeout> | null;
@@ -178,6 +178,9 @@ const MIN_PART = 8;
 /** Rule versions the RuleBook keeps: far more than the rules one backend's checks meet. */
 const RULE_VERSIONS_KEPT = 10_000;
 const BATCH_FIELD = /^requests\[(\d+)\]\.?(.*)$/;
+
+/** Whole milliseconds on a clock that only moves forward, unlike Date.now() (stepped by NTP, a VM resumed): what the refusal cache counts waits on. */
+const tickMs = (): number => Math.floor(monotonicMs());
 
 /** Runs `task` once the event loop has turned (setImmediate where the runtime has it: after the I/O of this turn). */
 const afterThisTurn: (task: () => void) => void =
@@ -286,7 +289,7 @@ export class FloodgateClient {
 
   /** The refusal cache's answer to a check, counted; null when it has none. */
   private remembered(request: CheckLimitsInput): FloodgateDecision | null {
-    const remembered = this.cache?.refusal(request, Date.now()) ?? null;
+    const remembered = this.cache?.refusal(request, Date.now(), tickMs()) ?? null;
     if (remembered !== null) this.counts.refusalCache++;
     return remembered;
   }
@@ -295,7 +298,7 @@ export class FloodgateClient {
   async resetLimit(ruleId: string, key: string): Promise<boolean> {
     if (this.closed) throw new FloodgateError("the client is closed", "CLIENT_CLOSED");
     const body = JSON.stringify({ query: RESET_LIMIT, variables: { ruleId, key } });
-    const answer = await this.post<FloodgateResetLimitMutation>(body, Date.now() + this.timeoutMs);
+    const answer = await this.post<FloodgateResetLimitMutation>(body, monotonicMs() + this.timeoutMs);
     if ("outage" in answer) throw new FloodgateError(`Floodgate could not be asked to reset the bucket (${answer.outage})`, "UNAVAILABLE");
     const { data, errors } = answer.body;
     if (data?.resetLimit === undefined) throw errorOf(errors);
@@ -313,7 +316,7 @@ export class FloodgateClient {
   async releaseLease(id: string): Promise<boolean> {
     if (this.closed) throw new FloodgateError("the client is closed", "CLIENT_CLOSED");
     const body = JSON.stringify({ query: RELEASE_LEASE, variables: { id } });
-    const answer = await this.post<FloodgateReleaseLeaseMutation>(body, Date.now() + this.timeoutMs);
+    const answer = await this.post<FloodgateReleaseLeaseMutation>(body, monotonicMs() + this.timeoutMs);
     if ("outage" in answer) throw new FloodgateError(`Floodgate could not be asked to release the lease (${answer.outage})`, "UNAVAILABLE");
     const { data, errors } = answer.body;
     if (data?.releaseLease === undefined) throw errorOf(errors);
@@ -377,7 +380,7 @@ export class FloodgateClient {
     const { tenantId } = check.request;
     let batch = this.open.get(tenantId);
     if (batch === undefined) {
-      batch = { tenantId, checks: [], deadlineAtMs: Date.now() + this.timeoutMs, timer: null };
+      batch = { tenantId, checks: [], deadlineAtMs: monotonicMs() + this.timeoutMs, timer: null };
       this.open.set(tenantId, batch);
       if (this.maxWaitMs > 0) {
         const waiting = batch;
@@ -425,7 +428,7 @@ export class FloodgateClient {
   private async send(checks: PendingCheck[], deadlineAtMs: number): Promise<void> {
     if (checks.length === 0) return;
     // Due already (its batch waited out the deadline): sent now, Floodgate could count checks the caller is told were decided without it.
-    if (Date.now() >= deadlineAtMs) return this.byFailureMode(checks, "timeouts");
+    if (monotonicMs() >= deadlineAtMs) return this.byFailureMode(checks, "timeouts");
     let requests: string;
     try {
       requests = JSON.stringify(checks.map((c) => c.request));
@@ -436,7 +439,7 @@ export class FloodgateClient {
     this.counts.batches++;
     this.counts.batchedChecks += checks.length;
     const mark = this.cache?.mark() ?? -1;
-    const sentAtMs = Date.now();
+    const sentAtTickMs = tickMs();
     const tenantId = checks[0]!.request.tenantId;
     const inFull = !this.rules.hasMet(tenantId);
     const prefix = inFull ? CHECKS_IN_FULL_PREFIX : CHECKS_PREFIX;
@@ -461,7 +464,7 @@ export class FloodgateClient {
         }
         this.counts.network++;
         this.local?.learn(check.request, decision);
-        this.cache?.learn(check.request, decision, sentAtMs, mark);
+        this.cache?.learn(check.request, decision, sentAtTickMs, mark);
         check.resolve(decision);
       }
       this.flushAnswered();
@@ -557,12 +560,16 @@ export class FloodgateClient {
       return { outage: error instanceof DeadlineExceeded ? "timeouts" : "unreachable" };
     }
     if (answer.status >= 500) return { outage: "serverErrors" };
+    let parsed: unknown;
     try {
-      return { body: JSON.parse(answer.text) as GraphQLBody<T> };
+      parsed = JSON.parse(answer.text);
     } catch {
       // Not Floodgate answering (a proxy's error page, say).
       return { outage: "serverErrors" };
     }
+    // JSON but not a GraphQL response (null, a number, a list: a proxy's): reading its data threw, leaving the checks unsettled.
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return { outage: "serverErrors" };
+    return { body: parsed as GraphQLBody<T> };
   }
 }
 

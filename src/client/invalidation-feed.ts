@@ -34,6 +34,8 @@ const RETRY_WAITS_MS = [250, 500, 1_000, 2_000, 5_000, 10_000];
 
 interface Closable {
   close(code?: number, reason?: string): void;
+  /** ws's (Node): lets the socket go at once, where its close() waits up to 30 s for the peer's close frame. */
+  terminate?(): void;
 }
 
 export interface InvalidationFeedOptions {
@@ -85,8 +87,9 @@ export class InvalidationFeed {
         ping: (received) => {
           if (received) return;
           this.stopTimer("pongTimer");
-          // 4408: graphql-ws's own code for a peer that stopped answering.
-          this.pongTimer = setTimeout(() => this.socket?.close(4408, "no pong"), PONG_TIMEOUT_MS);
+          // A peer that stopped answering is abandoned rather than closed: ws's close() waits up to 30 s for a close
+          // frame such a peer never sends, and the channel counted as live (the cache serving) until it gave up.
+          this.pongTimer = setTimeout(() => this.abandon(), PONG_TIMEOUT_MS);
         },
         pong: (received) => {
           if (received) this.stopTimer("pongTimer");
@@ -99,11 +102,26 @@ export class InvalidationFeed {
   close(): Promise<void> {
     this.closed = true;
     this.stopTimer("resubscribe");
+    const socket = this.socket;
     this.unsubscribe?.();
     this.options.cache.setLive(false);
-    if (this.socket === null) this.client.terminate();
+    if (socket === null) this.client.terminate();
     // graphql-ws's dispose() rejects with the last connection attempt's error when Floodgate was down: closing still succeeds.
-    return Promise.resolve(this.client.dispose()).catch(() => undefined);
+    return Promise.resolve(this.client.dispose())
+      .catch(() => undefined)
+      .then(() => {
+        // The close frame is sent; ws would hold the socket and a timer up to 30 s more for a peer gone silent.
+        socket?.terminate?.();
+        this.stopTimer("pongTimer");
+        this.stopTimer("connectTimer");
+      });
+  }
+
+  /** Gives the acknowledged connection up now: graphql-ws and the feed see it closed at once (the cache forgets, the feed subscribes again). */
+  private abandon(): void {
+    const socket = this.socket;
+    this.client.terminate();
+    socket?.terminate?.();
   }
 
   private subscribe(): void {

@@ -41,12 +41,13 @@ interface Entry {
   decision: FloodgateDecision;
   /** The smallest cost known to be refused. */
   cost: number;
-  /** By this process's clock: when the check that was refused was sent. */
+  /** When the check that was refused was sent, by the clock waits are counted on (see refusal()'s tickMs). */
   sentAtMs: number;
   untilMs: number;
-  /** The refusal as replay() last gave it, and the millisecond it stood at (see replay). */
+  /** The refusal as replay() last gave it, and the millisecond it stood at (see replay), on both clocks. */
   replayed: FloodgateDecision | null;
   replayedAtMs: number;
+  replayedAtTickMs: number;
 }
 
 /** A RateLimit item's sf-string name, its r=, and its t= up to the number (an item without t has nothing to count down). */
@@ -67,27 +68,32 @@ export class RefusalCache {
     return this.live ? this.invalidations : -1;
   }
 
-  /** The remembered refusal of this check, as it stands at nowMs; null when there is none. */
-  refusal(request: CheckLimitsInput, nowMs: number): FloodgateDecision | null {
+  /**
+   * The remembered refusal of this check, as it stands at nowMs; null when there is none.
+   * nowMs is the wall clock (the decision's decidedAt); tickMs, on the clock learn()'s sentAtMs
+   * was read from, counts the waits down. The client gives a clock that only moves forward
+   * (performance.now's): a wall clock stepped back an hour kept a 2 s refusal for an hour more.
+   */
+  refusal(request: CheckLimitsInput, nowMs: number, tickMs: number = nowMs): FloodgateDecision | null {
     // Empty, as while nothing is refused: no key to build (a tenth of a check's CPU in the client).
     if (!this.live || this.entries.size === 0) return null;
     const key = keyOf(request);
     const entry = this.entries.get(key);
     if (entry === undefined) return null;
-    if (entry.untilMs <= nowMs) {
+    if (entry.untilMs <= tickMs) {
       this.entries.delete(key);
       return null;
     }
     if ((request.cost ?? 1) < entry.cost) return null;
-    return replay(entry, nowMs);
+    return replay(entry, nowMs, tickMs);
   }
 
-  /** Learns from Floodgate's answer to a check sent at `mark` (see mark()). */
+  /** Learns from Floodgate's answer to a check sent at `mark` (see mark()), at sentAtMs on refusal()'s tickMs clock. */
   learn(request: CheckLimitsInput, decision: FloodgateDecision, sentAtMs: number, mark: number): void {
     if (decision.allowed || decision.degraded || decision.reason !== null || decision.retryAfter === null) return;
     if (decision.results.some((r) => !r.allowed && r.rule.algorithm === "CONCURRENCY")) return;
     if (!this.live || mark !== this.invalidations) return;
-    this.entries.set(keyOf(request), { tenantId: request.tenantId, decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfter * 1000, replayed: null, replayedAtMs: -1 });
+    this.entries.set(keyOf(request), { tenantId: request.tenantId, decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfter * 1000, replayed: null, replayedAtMs: -1, replayedAtTickMs: -1 });
   }
 
   /** Every bucket of the rule may admit again (the rule changed). */
@@ -154,17 +160,18 @@ function keyOf(r: CheckLimitsInput): string {
  * Each check still gets a decision object of its own; the checks of one
  * millisecond share its headers and results, as every decision shares its rules.
  */
-function replay(entry: Entry, nowMs: number): FloodgateDecision {
-  if (entry.replayed === null || entry.replayedAtMs !== nowMs) {
-    entry.replayed = countedDown(entry, nowMs);
+function replay(entry: Entry, nowMs: number, tickMs: number): FloodgateDecision {
+  if (entry.replayed === null || entry.replayedAtMs !== nowMs || entry.replayedAtTickMs !== tickMs) {
+    entry.replayed = countedDown(entry, nowMs, tickMs);
     entry.replayedAtMs = nowMs;
+    entry.replayedAtTickMs = tickMs;
   }
   return { ...entry.replayed };
 }
 
-function countedDown({ decision, sentAtMs }: Entry, nowMs: number): FloodgateDecision {
-  const elapsedMs = nowMs - sentAtMs;
-  const waitLeft = (seconds: number | null) => (seconds === null ? null : retryAfterSeconds(sentAtMs + seconds * 1000, nowMs));
+function countedDown({ decision, sentAtMs }: Entry, nowMs: number, tickMs: number): FloodgateDecision {
+  const elapsedMs = tickMs - sentAtMs;
+  const waitLeft = (seconds: number | null) => (seconds === null ? null : retryAfterSeconds(sentAtMs + seconds * 1000, tickMs));
   const retryAfter = waitLeft(decision.retryAfter);
   // t was counted by Floodgate when it decided; only the time this process has seen pass since is taken off it.
   const headers = decision.headers.map((header): HttpHeader => {

@@ -15,13 +15,21 @@ export interface TransportAnswer {
 export interface Transport {
   /**
    * Floodgate's answer; rejects with DeadlineExceeded once `deadlineAtMs`
-   * (a Date.now() time) passes without one, the request then given up, and
+   * (a monotonicMs() time) passes without one, the request then given up, and
    * with any other error when Floodgate could not be reached or cut the
    * connection.
    */
   post(body: string, deadlineAtMs: number): Promise<TransportAnswer>;
   close(): Promise<void>;
 }
+
+/**
+ * Milliseconds on a clock that only moves forward (performance.now's), which
+ * deadlines are set on: Date.now() is stepped by NTP or a resumed VM, and a
+ * wall clock set back an hour while a check waited to be sent gave its
+ * request an hour-long deadline.
+ */
+export const monotonicMs = (): number => performance.now();
 
 /** The deadline passed before Floodgate answered. */
 export class DeadlineExceeded extends Error {
@@ -55,17 +63,29 @@ export function fetchTransport(fetch: FetchFunction, { url, authorization }: Tra
   const headers = { "content-type": "application/json", authorization };
   const href = url.href;
   return {
-    async post(body, deadlineAtMs) {
+    post(body, deadlineAtMs) {
       const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), Math.max(0, deadlineAtMs - Date.now()));
-      try {
-        const response = await fetch(href, { method: "POST", headers, body, signal: abort.signal });
-        return { status: response.status, text: await response.text() };
-      } catch (error) {
-        throw abort.signal.aborted ? new DeadlineExceeded() : error;
-      } finally {
-        clearTimeout(timer);
-      }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      // Settled at the deadline whatever the fetch does: one that does not heed its signal (a wrapper that drops
+      // it, a body read that ignores it) left the check waiting for good.
+      const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          reject(new DeadlineExceeded());
+          abort.abort();
+        }, Math.max(0, deadlineAtMs - monotonicMs()));
+      });
+      const answered = (async () => {
+        try {
+          const response = await fetch(href, { method: "POST", headers, body, signal: abort.signal });
+          return { status: response.status, text: await response.text() };
+        } catch (error) {
+          throw abort.signal.aborted ? new DeadlineExceeded() : error;
+        }
+      })();
+      // The loser's rejection is nobody's to hear.
+      answered.catch(() => undefined);
+      expired.catch(() => undefined);
+      return Promise.race([answered, expired]).finally(() => clearTimeout(timer));
     },
     close: async () => {},
   };

@@ -18,19 +18,31 @@
 import { Pool, type Dispatcher } from "undici";
 import WebSocket from "ws";
 import { LocalLimiter } from "../local-limiter.js";
-import { DeadlineExceeded, type Transport, type TransportAnswer, type TransportOptions } from "../transport.js";
+import { DeadlineExceeded, monotonicMs, type Transport, type TransportAnswer, type TransportOptions } from "../transport.js";
 import type { Platform } from "./types.js";
 
 function poolTransport({ url, authorization, connections }: TransportOptions): Transport {
   const pool = new Pool(url.origin, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
   const path = `${url.pathname}${url.search}`;
   const headers = { "content-type": "application/json", authorization };
+  /** Requests whose callers still wait for an answer (each until its deadline at most). */
+  const unsettled = new Set<Promise<TransportAnswer>>();
   return {
-    post: (body, deadlineAtMs) =>
-      new Promise<TransportAnswer>((resolve, reject) => {
+    post: (body, deadlineAtMs) => {
+      const answer = new Promise<TransportAnswer>((resolve, reject) => {
         pool.dispatch({ path, method: "POST", headers, body }, new ResponseText(deadlineAtMs, resolve, reject));
-      }),
-    close: () => pool.close(),
+      });
+      unsettled.add(answer);
+      const settled = () => void unsettled.delete(answer);
+      answer.then(settled, settled);
+      return answer;
+    },
+    // Once every caller has its answer, what the pool still holds was given up at its deadline: a request queued
+    // behind a connection that hangs, which pool.close() waited for until undici's connect timeout (10 s).
+    close: async () => {
+      await Promise.allSettled([...unsettled]);
+      await pool.destroy();
+    },
   };
 }
 
@@ -51,7 +63,7 @@ class ResponseText implements Dispatcher.DispatchHandlers {
     private readonly resolve: (answer: TransportAnswer) => void,
     private readonly reject: (error: Error) => void,
   ) {
-    this.timer = setTimeout(() => this.expire(), Math.max(0, deadlineAtMs - Date.now()));
+    this.timer = setTimeout(() => this.expire(), Math.max(0, deadlineAtMs - monotonicMs()));
   }
 
   onConnect(abort: (reason: Error) => void): void {
