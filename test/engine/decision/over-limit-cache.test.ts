@@ -304,8 +304,9 @@ describe("OverLimitCache", () => {
   });
 
   it("finds every entry it holds of a rule whatever happens to the entries of that rule and others (it looks up only rules it holds entries of)", () => {
-    // A model of what it holds, each bucket's refusal good until 30 s after it was remembered at `at`: entries
-    // leave by eviction (the least recently used of 3), by forget, by expiry when met, or are replaced by a longer refusal.
+    // A model of what it holds, least recently used first, each bucket's refusal good until 30 s after it was
+    // remembered: entries leave by eviction (the least recently used of 3), by forget, by expiry when met, or are
+    // replaced by a longer refusal; remembering a refusal it holds as long already counts as a use.
     const rules = ["r1", "r2", "r3"];
     const step = fc.record({ op: fc.constantFrom("remember", "refusal", "forget"), rule: fc.constantFrom(...rules), key: fc.constantFrom("a", "b"), at: fc.integer({ min: 0, max: 3 }) });
     fc.assert(
@@ -322,7 +323,11 @@ describe("OverLimitCache", () => {
           if (op === "remember") {
             cache.remember(bucket, 1, refusal, now, now);
             const until = now + 30_000;
-            if (i !== -1 && held[i]!.until >= until) continue;
+            if (i !== -1 && held[i]!.until >= until) {
+              // Kept as it is, but looked up: the most recently used now.
+              held.push(held.splice(i, 1)[0]!);
+              continue;
+            }
             if (i !== -1) held.splice(i, 1);
             held.push({ id, until });
             if (held.length > 3) held.shift();
