@@ -178,6 +178,8 @@ const MIN_PART = 8;
 /** Rule versions the RuleBook keeps: far more than the rules one backend's checks meet. */
 const RULE_VERSIONS_KEPT = 10_000;
 const BATCH_FIELD = /^requests\[(\d+)\]\.?(.*)$/;
+/** Floodgate's codes for a refusal of the caller, which every check of a batch (one tenant's) shares. */
+const CALLER_CODES: ReadonlySet<string> = new Set(["UNAUTHENTICATED", "FORBIDDEN"]);
 
 /** Whole milliseconds on a clock that only moves forward, unlike Date.now() (stepped by NTP, a VM resumed): what the refusal cache counts waits on. */
 const tickMs = (): number => Math.floor(monotonicMs());
@@ -474,7 +476,14 @@ export class FloodgateClient {
     }
     const error = errorOf(answer.body.errors);
     if (OUTAGE_CODES.has(error.code)) return this.byFailureMode(checks, "serverErrors");
+    if (CALLER_CODES.has(error.code)) return this.failAll(checks, error);
     return this.isolate(checks, error, deadlineAtMs);
+  }
+
+  /** Floodgate refused the caller, not one check: the key (revoked, unknown) or its right to the batch's one tenant. Each check of the batch fails alike; sent again one by one, each would only be refused again. */
+  private failAll(checks: readonly PendingCheck[], error: FloodgateError): void {
+    this.counts.callerErrors += checks.length;
+    for (const check of checks) check.reject(error);
   }
 
   /** Asks for the rules of these checks' decisions: the same checks as dry runs, which count nothing (rule-book.ts). */

@@ -187,6 +187,26 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       expect(mine.status).toBe("fulfilled");
       expect((theirs as PromiseRejectedResult).reason).toMatchObject({ code: "FORBIDDEN" });
     });
+
+    it("fails every check of a batch Floodgate refuses for the caller (an unknown key, a tenant it may not check) in one request, not again one by one", async () => {
+      const [own, other] = [newTenant(), newTenant()];
+      let requests = 0;
+      const counting: FetchFunction = (input, init) => {
+        requests++;
+        return fetch(input, init);
+      };
+      const users = Array.from({ length: 6 }, (_, i) => `u${i}`);
+      for (const [token, tenantId, code] of [
+        [await apiKey(suite.client, own), other, "FORBIDDEN"],
+        ["fg_no_such_key_0123456789abcdef", own, "UNAUTHENTICATED"],
+      ] as const) {
+        requests = 0;
+        const client = track(patientClient(suite.t.app.url, token, { cache: false, fetch: counting }));
+        const outcomes = await Promise.allSettled(users.map((userId) => client.check({ tenantId, userId })));
+        expect(outcomes.map((o) => (o.status === "rejected" ? (o.reason as FloodgateError).code : o.status))).toEqual(users.map(() => code));
+        expect([requests, client.stats().callerErrors]).toEqual([1, users.length]);
+      }
+    });
   });
 
   describe("the refusal cache", () => {
