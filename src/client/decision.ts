@@ -46,6 +46,7 @@ export function ruleLessDecision(allowed: boolean, nowMs: number): FloodgateDeci
     remaining: null,
     resetAt: null,
     retryAfter,
+    retryAfterMs: allowed ? null : 1000,
     delayMs: null,
     nearLimit: false,
     results: [],

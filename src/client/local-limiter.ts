@@ -118,6 +118,7 @@ export class LocalLimiter {
     const results = ranked.map(({ result }) => result);
     const throttled = results.filter((r) => r.rule.action === "THROTTLE");
     const retryAfter = allowed ? null : deciding.result.retryAfter;
+    const retryAfterMs = allowed ? null : deciding.result.retryAfterMs;
     const { rule, limit, remaining, resetAt } = deciding.result;
     return {
       allowed,
@@ -125,7 +126,7 @@ export class LocalLimiter {
       decidedAt: new Date(nowMs).toISOString(),
       source: "CLIENT_FAILURE_MODE",
       // The deciding rule's:
-      rule, action: rule.action, limit, remaining, resetAt, retryAfter,
+      rule, action: rule.action, limit, remaining, resetAt, retryAfter, retryAfterMs,
       delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.delayMs)) : null,
       nearLimit: allowed && enforcing.some(({ result }) => result.nearLimit),
       results,
@@ -174,8 +175,10 @@ export class LocalLimiter {
 }
 
 function ranking({ rule, params }: KnownRule, key: string, outcome: BucketOutcome): Ranked {
+  // Whole milliseconds, at least one for a refusal, as Floodgate gives them.
+  const retryAfterMs = outcome.retryAfterMs === null ? null : Math.max(1, Math.ceil(outcome.retryAfterMs));
   return {
-    retryAfterMs: outcome.retryAfterMs,
+    retryAfterMs,
     result: {
       rule,
       key,
@@ -183,7 +186,8 @@ function ranking({ rule, params }: KnownRule, key: string, outcome: BucketOutcom
       limit: params.capacity,
       remaining: outcome.remaining,
       resetAt: new Date(outcome.resetAtMs).toISOString(),
-      retryAfter: outcome.retryAfterMs === null ? null : retryAfterSeconds(outcome.retryAfterMs, 0),
+      retryAfter: retryAfterMs === null ? null : retryAfterSeconds(retryAfterMs, 0),
+      retryAfterMs,
       delayMs: outcome.delayMs,
       consulted: true,
       nearLimit: isNearLimit(outcome.conforming, outcome.remaining, params.capacity),

@@ -2,8 +2,10 @@
  * Refusals remembered on the caller's side, so that a caller hammering over
  * its limit costs no network at all: once Floodgate refuses a check, the same
  * check (same tenant, user, ip, API key, user agent, cookie, path, method and
- * attributes, at that cost or more) is refused here until the Retry-After Floodgate gave,
- * counted from when the check was sent. Only an enforcing refusal counted
+ * attributes, at that cost or more) is refused here until the wait Floodgate gave
+ * (retryAfterMs: Retry-After rounds it up to whole seconds, which would refuse
+ * a token bucket's next token for most of a second more), counted from when the
+ * check was sent. Only an enforcing refusal counted
  * against Floodgate's counters is remembered: never an admission, a degraded
  * (failure-mode) answer, a screened one (a deny list entry or a ban: removing
  * an entry or lifting a ban is not pushed as an invalidation), anything the
@@ -90,10 +92,10 @@ export class RefusalCache {
 
   /** Learns from Floodgate's answer to a check sent at `mark` (see mark()), at sentAtMs on refusal()'s tickMs clock. */
   learn(request: CheckLimitsInput, decision: FloodgateDecision, sentAtMs: number, mark: number): void {
-    if (decision.allowed || decision.degraded || decision.reason !== null || decision.retryAfter === null) return;
+    if (decision.allowed || decision.degraded || decision.reason !== null || decision.retryAfterMs === null) return;
     if (decision.results.some((r) => !r.allowed && r.rule.algorithm === "CONCURRENCY")) return;
     if (!this.live || mark !== this.invalidations) return;
-    this.entries.set(keyOf(request), { tenantId: request.tenantId, decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfter * 1000, replayed: null, replayedAtMs: -1, replayedAtTickMs: -1 });
+    this.entries.set(keyOf(request), { tenantId: request.tenantId, decision, cost: request.cost ?? 1, sentAtMs, untilMs: sentAtMs + decision.retryAfterMs, replayed: null, replayedAtMs: -1, replayedAtTickMs: -1 });
   }
 
   /** Every bucket of the rule may admit again (the rule changed). */
@@ -171,8 +173,10 @@ function replay(entry: Entry, nowMs: number, tickMs: number): FloodgateDecision 
 
 function countedDown({ decision, sentAtMs }: Entry, nowMs: number, tickMs: number): FloodgateDecision {
   const elapsedMs = tickMs - sentAtMs;
-  const waitLeft = (seconds: number | null) => (seconds === null ? null : retryAfterSeconds(sentAtMs + seconds * 1000, tickMs));
-  const retryAfter = waitLeft(decision.retryAfter);
+  // An entry is served only before its wait ends (untilMs > tickMs): what is left of a wait is at least a millisecond.
+  const msLeft = (ms: number | null) => (ms === null ? null : Math.max(1, sentAtMs + ms - tickMs));
+  const retryAfterMs = msLeft(decision.retryAfterMs);
+  const retryAfter = retryAfterMs === null ? null : retryAfterSeconds(retryAfterMs, 0);
   // t was counted by Floodgate when it decided; only the time this process has seen pass since is taken off it.
   const headers = decision.headers.map((header): HttpHeader => {
     if (header.name === "Retry-After") return { name: header.name, value: String(retryAfter) };
@@ -185,7 +189,11 @@ function countedDown({ decision, sentAtMs }: Entry, nowMs: number, tickMs: numbe
     source: "CLIENT_REFUSAL_CACHE",
     decidedAt: new Date(nowMs).toISOString(),
     retryAfter,
-    results: decision.results.map((r) => (r.retryAfter === null ? r : { ...r, retryAfter: waitLeft(r.retryAfter) })),
+    retryAfterMs,
+    results: decision.results.map((r) => {
+      const left = msLeft(r.retryAfterMs);
+      return left === null ? r : { ...r, retryAfter: retryAfterSeconds(left, 0), retryAfterMs: left };
+    }),
     headers,
   };
 }

@@ -55,7 +55,7 @@ export class RuleBook {
     for (const r of wire.z) {
       const resultRule = this.find(r.u);
       if (resultRule === undefined) return null;
-      results.push({ rule: resultRule, key: r.k, allowed: r.a, limit: r.l, remaining: r.r, resetAt: r.t, retryAfter: r.y, delayMs: r.w, consulted: r.q, nearLimit: r.n });
+      results.push({ rule: resultRule, key: r.k, allowed: r.a, limit: r.l, remaining: r.r, resetAt: r.t, retryAfter: r.y, retryAfterMs: r.m, delayMs: r.w, consulted: r.q, nearLimit: r.n });
     }
     const { o: reason, e: lease } = wire;
     return {
@@ -68,6 +68,7 @@ export class RuleBook {
       remaining: wire.r,
       resetAt: wire.t,
       retryAfter: wire.y,
+      retryAfterMs: wire.m,
       delayMs: wire.w,
       nearLimit: wire.n,
       headers: wire.h.map((h) => ({ name: h.n, value: h.v })),

@@ -30,6 +30,8 @@ export interface RuleResult {
   resetAt: Date;
   /** Whole seconds until a request like this one would be admitted; null when admitted. */
   retryAfter: number | null;
+  /** The same wait in milliseconds, as the counter store worked it out (retryAfter is it rounded up to seconds); null when admitted. */
+  retryAfterMs: number | null;
   delayMs: number;
   /**
    * False when the bucket was not read: the over-limit cache refused the
@@ -65,7 +67,10 @@ export interface Decision {
   limit: number | null;
   remaining: number | null;
   resetAt: Date | null;
+  /** Whole seconds to wait before retrying, as Retry-After says; null when admitted. */
   retryAfter: number | null;
+  /** The same wait in milliseconds (retryAfter is it rounded up to seconds); null when admitted. */
+  retryAfterMs: number | null;
   delayMs: number | null;
   /** The request went through, but an enforcing rule's bucket is nearly spent (shadow rules, as in the headers, do not count). */
   nearLimit: boolean;

@@ -244,6 +244,23 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       expect((await client.check({ ...request, resource: "/api/orders?page=2" })).source).toBe("CLIENT_REFUSAL_CACHE");
     });
 
+    it("remembers a refusal for Floodgate's wait to the millisecond: a token bucket's next token is asked for, not refused for the rest of Retry-After's second", async () => {
+      const tenantId = newTenant();
+      // Ten a second, one at a time: a token every 100 ms.
+      await createRule(suite.client, { tenantId, name: `per-user-${randomUUID()}`, scope: ["USER"], algorithm: "TOKEN_BUCKET", limit: 10, window: 1, windowUnit: "SECONDS", burst: 1 });
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
+      await untilCacheLive(client);
+      const request = { tenantId, userId: "u1" };
+      expect((await client.check(request)).allowed).toBe(true);
+      const refusal = await client.check(request);
+      expect(refusal).toMatchObject({ allowed: false, source: "COUNTER_STORE", retryAfter: 1 });
+      expect(refusal.retryAfterMs).toBeGreaterThan(0);
+      expect(refusal.retryAfterMs).toBeLessThanOrEqual(100);
+      expect(await client.check(request)).toMatchObject({ allowed: false, source: "CLIENT_REFUSAL_CACHE", retryAfter: 1 });
+      await new Promise((resolve) => setTimeout(resolve, refusal.retryAfterMs! + 50));
+      expect(await client.check(request)).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
+    });
+
     it("forgets a refusal at once when its bucket is reset, through any client", async () => {
       const { client, request, rule } = await refusedOnce();
       const admin = track(patientClient(suite.t.app.url, suite.t.adminToken, { cache: false }));

@@ -44,10 +44,11 @@ const refusal: FloodgateDecision = {
   remaining: 0,
   resetAt: new Date(SENT_AT_MS + 30_000).toISOString(),
   retryAfter: 30,
+  retryAfterMs: 30_000,
   delayMs: null,
   nearLimit: true,
   rule,
-  results: [{ rule, key: "user:u1", allowed: false, limit: 2, remaining: 0, resetAt: new Date(SENT_AT_MS + 30_000).toISOString(), retryAfter: 30, delayMs: 0, consulted: true, nearLimit: true }],
+  results: [{ rule, key: "user:u1", allowed: false, limit: 2, remaining: 0, resetAt: new Date(SENT_AT_MS + 30_000).toISOString(), retryAfter: 30, retryAfterMs: 30_000, delayMs: 0, consulted: true, nearLimit: true }],
   headers: [
     { name: "X-RateLimit-Limit", value: "2" },
     { name: "Retry-After", value: "30" },
@@ -72,12 +73,32 @@ describe("RefusalCache", () => {
   it("counts the waits down to the millisecond it is asked at", () => {
     const cache = cacheHolding();
     const later = cache.refusal(check, SENT_AT_MS + 12_400);
-    expect(later).toMatchObject({ allowed: false, source: "CLIENT_REFUSAL_CACHE", decidedAt: "2026-12-05T12:00:12.400Z", retryAfter: 18 });
-    expect(later!.results[0]!.retryAfter).toBe(18);
+    expect(later).toMatchObject({ allowed: false, source: "CLIENT_REFUSAL_CACHE", decidedAt: "2026-12-05T12:00:12.400Z", retryAfter: 18, retryAfterMs: 17_600 });
+    expect(later!.results[0]).toMatchObject({ retryAfter: 18, retryAfterMs: 17_600 });
     expect(header(later, "Retry-After")).toBe("18");
     expect(header(later, "RateLimit")).toBe('"per-user";r=0;t=18;pk=:AAAA:');
     expect(header(later, "X-RateLimit-Limit")).toBe("2");
     expect(cache.refusal(check, SENT_AT_MS + 30_000)).toBeNull();
+  });
+
+  it("ends a refusal when Floodgate's wait in milliseconds ends, not at Retry-After's whole second", () => {
+    // A token bucket's next token in 150 ms: Retry-After can only say 1.
+    const shortWait: FloodgateDecision = {
+      ...refusal,
+      retryAfter: 1,
+      retryAfterMs: 150,
+      results: [{ ...refusal.results[0]!, retryAfter: 1, retryAfterMs: 150 }],
+      headers: [{ name: "Retry-After", value: "1" }],
+    };
+    const cache = new RefusalCache(100);
+    cache.setLive(true);
+    cache.learn(check, shortWait, SENT_AT_MS, cache.mark());
+    const later = cache.refusal(check, SENT_AT_MS + 100);
+    expect(later).toMatchObject({ source: "CLIENT_REFUSAL_CACHE", retryAfter: 1, retryAfterMs: 50 });
+    expect(later!.results[0]).toMatchObject({ retryAfter: 1, retryAfterMs: 50 });
+    expect(header(later, "Retry-After")).toBe("1");
+    expect(cache.refusal(check, SENT_AT_MS + 149)).toMatchObject({ retryAfterMs: 1 });
+    expect(cache.refusal(check, SENT_AT_MS + 150)).toBeNull();
   });
 
   it("gives each check of one millisecond a decision of its own, and the next millisecond's its own time", () => {

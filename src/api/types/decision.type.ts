@@ -84,6 +84,9 @@ export class RuleResultType {
   @Field(() => Int, { nullable: true, description: "Seconds until a request like this one would be allowed; null when allowed." })
   retryAfter!: number | null;
 
+  @Field(() => Int, { nullable: true, description: "Milliseconds until a request like this one would be allowed, as the counter store worked it out (retryAfter is this rounded up to whole seconds); null when allowed." })
+  retryAfterMs!: number | null;
+
   @Field(() => Int, { description: "THROTTLE: milliseconds this rule holds the request; 0 otherwise." })
   delayMs!: number;
 
@@ -166,6 +169,13 @@ export class LimitDecisionType {
 
   @Field(() => Int, { nullable: true, description: "Seconds to wait before retrying; set when allowed is false." })
   retryAfter!: number | null;
+
+  @Field(() => Int, {
+    nullable: true,
+    description:
+      "Milliseconds to wait before retrying; set when allowed is false. retryAfter and Retry-After are this rounded up to whole seconds: a client that retries by itself, or caches the refusal, need not wait out the rounding.",
+  })
+  retryAfterMs!: number | null;
 
   @Field(() => Int, { nullable: true, description: "THROTTLE: milliseconds to hold the request before serving it." })
   delayMs!: number | null;

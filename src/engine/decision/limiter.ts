@@ -131,6 +131,7 @@ const NO_RULE: Omit<Decision, "decidedAt" | "degraded"> = Object.freeze({
   remaining: null,
   resetAt: null,
   retryAfter: null,
+  retryAfterMs: null,
   delayMs: null,
   nearLimit: false,
   results: [],
@@ -366,7 +367,9 @@ export class Limiter {
       const { outcome, consulted, readAtMs, resetInMs } = readings[i]!;
       // A bucket refused under an override may conform once the override ends and the rule's own limit applies
       // again: a retry is worth making then, and a cache of the refusal (the client's) must not outlive it.
-      const retryAfterMs = outcome.retryAfterMs === null || overrideEndsInMs === null ? outcome.retryAfterMs : Math.min(outcome.retryAfterMs, overrideEndsInMs);
+      const wait = outcome.retryAfterMs === null || overrideEndsInMs === null ? outcome.retryAfterMs : Math.min(outcome.retryAfterMs, overrideEndsInMs);
+      // Whole milliseconds, never 0 for a refusal: a wait that has not ended is at least one.
+      const retryAfterMs = wait === null ? null : Math.max(1, Math.ceil(wait));
       return {
         compiled,
         params,
@@ -380,7 +383,8 @@ export class Limiter {
           limit: params.capacity,
           remaining: outcome.remaining,
           resetAt: new Date(outcome.resetAtMs),
-          retryAfter: retryAfterMs === null ? null : Math.max(1, secondsUntil(retryAfterMs, 0)),
+          retryAfter: retryAfterMs === null ? null : secondsUntil(retryAfterMs, 0),
+          retryAfterMs,
           delayMs: outcome.delayMs,
           consulted,
           readAt: readAtMs === null ? null : new Date(readAtMs),
@@ -395,6 +399,7 @@ export class Limiter {
     } = rank(unranked);
     const throttled = ranked.filter((r) => r.compiled.rule.action === "THROTTLE");
     const retryAfter = allowed ? null : deciding.retryAfter;
+    const retryAfterMs = allowed ? null : deciding.retryAfterMs;
     const granted = allowed && lease !== null ? grantedLease(applicable, readings, lease, decidedAtMs) : null;
     const decision: Decision = {
       allowed,
@@ -408,6 +413,7 @@ export class Limiter {
       remaining: deciding.remaining,
       resetAt: deciding.resetAt,
       retryAfter,
+      retryAfterMs,
       delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.result.delayMs)) : null,
       nearLimit: allowed && enforcing.some((r) => r.result.nearLimit),
       results: ranked.map((r) => r.result),
@@ -508,7 +514,8 @@ function eventBase(request: CheckRequest, result: RuleResult, at: Date): LimitEv
  * one without (a deny list entry) has no retry to offer.
  */
 function screenedDecision({ admit, reason }: Screening, nowMs: number): Decision {
-  const retryAfter = admit || reason.until === null ? null : secondsUntil(reason.until.getTime(), nowMs);
+  const retryAfterMs = admit || reason.until === null ? null : Math.max(1, reason.until.getTime() - nowMs);
+  const retryAfter = retryAfterMs === null ? null : secondsUntil(retryAfterMs, 0);
   return {
     ...NO_RULE,
     allowed: admit,
@@ -518,6 +525,7 @@ function screenedDecision({ admit, reason }: Screening, nowMs: number): Decision
     reason,
     resetAt: admit ? null : reason.until,
     retryAfter,
+    retryAfterMs,
     headers: retryAfter === null ? [] : [{ name: "Retry-After", value: String(retryAfter) }],
   };
 }

@@ -25,6 +25,7 @@ function enforced(ruleFields: Partial<Rule>, resultFields: Partial<RuleResult> =
     remaining: 3,
     resetAt: new Date(NOW + 42_000),
     retryAfter: null,
+    retryAfterMs: null,
     delayMs: 0,
     consulted: true,
     readAt: new Date(NOW),

@@ -54,11 +54,16 @@ describe("Limiter screens", () => {
     ]);
   });
 
-  it("says when a refusal with an end lifts, in retryAfter, resetAt and Retry-After", async () => {
+  it("says when a refusal with an end lifts, in retryAfter, retryAfterMs, resetAt and Retry-After", async () => {
     const until = new Date(clock.now() + 90_500);
     const banned: Screening = { admit: false, reason: { code: "BANNED", message: "user u1 is banned", until } };
     const [refused] = await limiterWith(screenOf({ u1: banned })).check(BOOTSTRAP, [byUser("u1")]);
-    expect(refused).toMatchObject({ allowed: false, retryAfter: 91, resetAt: until, headers: [{ name: "Retry-After", value: "91" }] });
+    expect(refused).toMatchObject({ allowed: false, retryAfter: 91, retryAfterMs: 90_500, resetAt: until, headers: [{ name: "Retry-After", value: "91" }] });
+  });
+
+  it("has no wait to give for a refusal without an end (a deny list entry)", async () => {
+    const [refused] = await limiterWith(screenOf({ u1: denied })).check(BOOTSTRAP, [byUser("u1")]);
+    expect(refused).toMatchObject({ allowed: false, retryAfter: null, retryAfterMs: null, headers: [] });
   });
 
   it("leaves a request no screen has a verdict on to its rules", async () => {

@@ -196,12 +196,31 @@ function expectHeadersToMeanTheDecision(decision: Decision, rules: readonly Rule
     else if (result.remaining >= result.limit) expect(limit.t).toBeUndefined();
     else expect(limit.t).toBeGreaterThan(0);
   }
+  expectWaitsToAgree(decision);
   const retryAfter = header(decision, "Retry-After");
   if (decision.allowed) expect(retryAfter).toBeUndefined();
   else {
     expect(Number(retryAfter)).toBe(decision.retryAfter);
     for (const limit of limits) if (limit.r === 0 || decision.results.find((r) => r.rule.name === limit.name)!.allowed === false) expect(Number(retryAfter)).toBeGreaterThanOrEqual(limit.t ?? 0);
   }
+}
+
+/**
+ * Every wait given twice agrees: retryAfterMs in whole milliseconds (at
+ * least one), retryAfter it rounded up to seconds, on the decision (the
+ * deciding rule's) and on every result; neither when nothing refuses.
+ */
+function expectWaitsToAgree(decision: Decision): void {
+  for (const { retryAfter, retryAfterMs } of [decision, ...decision.results]) {
+    if (retryAfterMs === null) {
+      expect(retryAfter).toBeNull();
+      continue;
+    }
+    expect(Number.isInteger(retryAfterMs) && retryAfterMs >= 1).toBe(true);
+    expect(retryAfter).toBe(Math.ceil(retryAfterMs / 1000));
+  }
+  if (decision.allowed) expect(decision.retryAfterMs).toBeNull();
+  else if (decision.source !== "SCREENING") expect(decision.retryAfterMs).toBe(decision.results.find((r) => r.rule.id === decision.rule?.id)!.retryAfterMs);
 }
 
 function request(fields: Partial<CheckRequest> = {}): CheckRequest {
@@ -254,6 +273,29 @@ describe("the fields the limiter emits, on every path (in-process store)", () =>
       expect(header(dryAfter, "RateLimit-Policy")).toBe(policy);
     });
   }
+});
+
+describe("retryAfterMs: the wait to the millisecond (in-process store, a pinned clock)", () => {
+  it("gives a token bucket's next token at its own pace, where Retry-After can only say a second, on the store path and the cache path", async () => {
+    const clock = new ManualClock();
+    const book = new RuleBook();
+    const counting = new CountingCounterStore(new MemoryCounterStore({ clock, sweepIntervalMs: 0 }));
+    const limiter = new Limiter(book, counting, null, clock, { overLimit: new OverLimitCache(100) });
+    const check = async () => (await limiter.check(BOOTSTRAP, [request()]))[0]!;
+    // Ten a second, one at a time: a token every 100 ms.
+    book.load([makeRule({ name: "per-user", scope: ["USER"], algorithm: "TOKEN_BUCKET", limit: 10, window: 1, burst: 1 })]);
+    expect(await check()).toMatchObject({ allowed: true, retryAfter: null, retryAfterMs: null });
+    const fromStore = await check();
+    expect(fromStore).toMatchObject({ allowed: false, source: "COUNTER_STORE", retryAfter: 1, retryAfterMs: 100 });
+    expect(fromStore.results[0]).toMatchObject({ retryAfter: 1, retryAfterMs: 100 });
+    expect(header(fromStore, "Retry-After")).toBe("1");
+    clock.advance(40);
+    const fromCache = await check();
+    expect(fromCache).toMatchObject({ allowed: false, source: "OVER_LIMIT_CACHE", retryAfter: 1, retryAfterMs: 60 });
+    expect(fromCache.results[0]).toMatchObject({ retryAfter: 1, retryAfterMs: 60 });
+    clock.advance(60);
+    expect(await check()).toMatchObject({ allowed: true, source: "COUNTER_STORE", retryAfterMs: null });
+  });
 });
 
 describe("what an admitting rule's t promises (in-process store, a pinned clock)", () => {
