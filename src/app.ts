@@ -46,7 +46,7 @@ import { RuleSync } from "./engine/rules/rule-sync.js";
 import { noTelemetry, type Telemetry } from "./domain/telemetry.js";
 import { listenToEvents } from "./event-listeners.js";
 import { startHttpServer } from "./server/http-server.js";
-import { createLogger, type Logger } from "./server/logger.js";
+import { atMostEvery, createLogger, type Logger } from "./server/logger.js";
 import { startMetricsListener } from "./server/metrics-endpoint.js";
 import { PrometheusTelemetry, registerGrpcMetrics } from "./server/metrics.js";
 import { startGrpcServer } from "./server/grpc-server.js";
@@ -367,6 +367,9 @@ async function openCounterStore(
     local: new MemoryCounterStore({ clock }),
     breakers: { failureThreshold: settings.breakerFailures, openMs: settings.breakerOpenMs },
     onBreakerChange: (node, state) => logger.warn({ node, breaker: state }, `counter store circuit breaker of ${node} ${state}`),
+    onCallFailed: atMostEvery(60_000, (error: unknown, leftOut) =>
+      logger.error({ err: error, leftOut }, "Redis answered but could not decide a check on its buckets (a key of another type, or a state decide.lua cannot read): decided by failure mode"),
+    ),
     instances: settings.instances,
     timeoutMs: settings.redisTimeoutMs,
     clock,

@@ -10,3 +10,23 @@ export function createLogger(level: string): Logger {
     redact: { paths: ["req.headers.authorization", "*.authorization", "secret", "*.secret"], censor: "[redacted]" },
   });
 }
+
+/**
+ * `log` at most once per `everyMs`, told how many it left out since its last
+ * line: for a fault a busy path can meet at every request, which must show in
+ * the log without flooding it.
+ */
+export function atMostEvery<T>(everyMs: number, log: (value: T, leftOut: number) => void): (value: T) => void {
+  let lastMs = Number.NEGATIVE_INFINITY;
+  let leftOut = 0;
+  return (value) => {
+    const nowMs = performance.now();
+    if (nowMs - lastMs < everyMs) {
+      leftOut++;
+      return;
+    }
+    log(value, leftOut);
+    lastMs = nowMs;
+    leftOut = 0;
+  };
+}

@@ -40,6 +40,12 @@ export interface ResilientCounterStoreOptions {
   breakers: { failureThreshold: number; openMs: number };
   /** Told when a shard's breaker changes state (for the log). */
   onBreakerChange?: (shard: string, state: BreakerState) => void;
+  /**
+   * Told when the store answered but could not decide a call on its own
+   * buckets (a key of another type, a bucket state it cannot read): the call
+   * goes by failure mode, and the shard, which answered, is not held to blame.
+   */
+  onCallFailed?: (error: unknown) => void;
   /** How many instances share each LOCAL rule's limit. */
   instances: number;
   /** Longest wait for the primary store, per round trip of up to CHECKS_PER_TIMEOUT checks. */
@@ -97,15 +103,18 @@ export class ResilientCounterStore implements CounterStore {
           Math.min(ownDeadlineMs, budgetMs),
         )
         .catch((error: unknown) => ({ results: sent.map(() => ({ error })), failedShards: new Set(touched.keys()) }));
-      this.telemetry.storeCalled((performance.now() - started) / 1000, failedShards.size > 0);
+      let callsFailed = false;
+      results.forEach((result, j) => {
+        if (!("error" in result)) return void (replies[sent[j]!] = result);
+        callsFailed = true;
+        if (![...guarded[sent[j]!]!.keys()].some((shard) => failedShards.has(shard))) this.options.onCallFailed?.(result.error);
+      });
+      this.telemetry.storeCalled((performance.now() - started) / 1000, callsFailed || failedShards.size > 0);
       for (const [shard, breaker] of touched) {
         if (!failedShards.has(shard)) breaker.succeeded();
         // A half-open breaker's trial must end one way or the other: inconclusive counts as failed.
         else if (!callerBound || breaker.state === "half-open") breaker.failed();
       }
-      results.forEach((result, j) => {
-        if (!("error" in result)) replies[sent[j]!] = result;
-      });
     }
     return calls.map((call, i) => replies[i] ?? this.byFailureMode(call, guarded[i]!.values()));
   }

@@ -184,6 +184,42 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     expect(alsoHealthy!.degraded).toBeUndefined();
   });
 
+  it("never opens the breaker for a bucket Redis answers it cannot decide (a key of another type, a log decide.lua cannot read): that call alone goes by failure mode", async () => {
+    const failed: unknown[] = [];
+    store = new ResilientCounterStore({
+      primary: new RedisCounterStore(client, { layout: new KeyLayout("fg:", 16) }),
+      local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
+      breakers: { failureThreshold: 3, openMs: 1000 },
+      onCallFailed: (error) => failed.push(error),
+      instances: 4,
+      timeoutMs: 50,
+      clock,
+    });
+    const layout = new KeyLayout("fg:", 16);
+    const wrongType = bucket("wrong-type", "CLOSED");
+    await client.set(layout.keysOf(wrongType.ruleId, layout.field(wrongType.key)).pageA, "not a hash");
+    const unreadableLog: BucketRef = { ...bucket("unreadable-log", "CLOSED"), params: { ...params(10), algorithm: "SLIDING_WINDOW_LOG" } };
+    await client.rpush(layout.keysOf(unreadableLog.ruleId, layout.field(unreadableLog.key)).log, "not a timestamp");
+    // Twice the breaker's threshold, alone (one FCALL each) and beside healthy calls (decide_each).
+    for (let i = 0; i < 6; i++) {
+      expect(await check([wrongType])).toMatchObject({ allowed: false, degraded: true });
+      expect(await check([unreadableLog])).toMatchObject({ allowed: false, degraded: true });
+      const [poisoned, healthy] = await store.decide([
+        { buckets: [unreadableLog], cost: 1, dryRun: false },
+        { buckets: [bucket("fine", "CLOSED")], cost: 1, dryRun: false },
+      ]);
+      expect(poisoned).toMatchObject({ allowed: false, degraded: true });
+      expect(healthy).toMatchObject({ allowed: true, outcomes: [{ remaining: 9 - i }] });
+      expect(healthy!.degraded).toBeUndefined();
+    }
+    expect(store.breakerStates()).toEqual({ [`127.0.0.1:${redis.port}`]: "closed" });
+    expect(failed).toHaveLength(18);
+    expect(failed.map((e) => (e as Error).message.split(" ")[0])).toContain("WRONGTYPE");
+    expect(failed.map((e) => (e as Error).message)).toContainEqual(expect.stringMatching(/^ERR user_function:\d+: /));
+    // decide_each gives a call's Lua error without the "ERR " of a reply of its own.
+    expect(failed.map((e) => (e as Error).message)).toContainEqual(expect.stringMatching(/^user_function:\d+: /));
+  });
+
   it("holds a LOCAL CONCURRENCY rule's lease in this instance's counters while Redis is gone, and releases it there", async () => {
     await redis.kill();
     const inFlight: BucketRef = { ruleId: "local-leases", key: "user:u1", params: { algorithm: "CONCURRENCY", limit: 8, windowMs: 60_000, capacity: 8, action: "REJECT" }, failureMode: "LOCAL" };

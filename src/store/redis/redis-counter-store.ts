@@ -28,7 +28,7 @@
  * failed shard, so that the caller can keep a circuit breaker per master.
  */
 
-import type { Cluster, Redis } from "ioredis";
+import { ReplyError, type Cluster, type Redis } from "ioredis";
 import { combine, type BucketOutcome, type LimitParams, type Verdict } from "../../domain/algorithms/index.js";
 import type { LeasedBucket } from "../../domain/lease.js";
 import { decideAllOrThrow, type BucketRef, type CallFailure, type Clock, type CounterCall, type CounterReply, type ShardedCounterStore, type Unsubscribe } from "../../domain/ports.js";
@@ -129,7 +129,7 @@ export class RedisCounterStore implements ShardedCounterStore {
       }
       const settled = await this.send(first, deadline);
       settled.forEach((s, i) => {
-        if ("error" in s) failedShards.add(first[i]!.shard);
+        if ("error" in s && failsTheShard(s.error)) failedShards.add(first[i]!.shard);
       });
       let next = 0;
       const results = plans.map(({ call, parts }): Decided | Failed => {
@@ -306,6 +306,27 @@ export const CHECKS_PER_CALL = 64;
 
 /** A lease's buckets as release mode takes them: a CONCURRENCY release reads only the algorithm of its spec. */
 const LEASE_RELEASE_PARAMS: LimitParams = { algorithm: "CONCURRENCY", limit: 1, windowMs: 1, capacity: 1, action: "REJECT" };
+
+/**
+ * Whether a command's error says its shard is failing (unreachable, too slow,
+ * out of memory, read-only, loading, ...), rather than Redis answering that
+ * this one command could not run on its own buckets: a key of another type
+ * where a bucket lives (WRONGTYPE), or a bucket state or argument decide.lua
+ * cannot read (a Lua error of the function: "ERR user_function:<line>: ...",
+ * without "ERR " when decide_each caught it for one of its calls, or
+ * decide_each's own refusal of a call it does not run).
+ * Such a command fails its call alone, decided by failure mode, and leaves
+ * the shard's breaker be: Redis answered. Held against the shard, one
+ * poisoned bucket checked a few times in a row opened the breaker and
+ * degraded every check on the shard. Errors Redis raises inside the function
+ * for itself (OOM, READONLY, ...) keep their own code, and fail the shard.
+ */
+export function failsTheShard(error: unknown): boolean {
+  return !(error instanceof ReplyError && CALL_ERROR.test((error as Error).message));
+}
+
+/** What failsTheShard takes for an error of the command's own: see there. */
+const CALL_ERROR = /^(?:WRONGTYPE |(?:ERR )?user_function:\d+: |decide_each: )/;
 
 /** One command's part of decide_each's reply: its answer, or its own error. */
 function settledOf(reply: Buffer | Error | undefined): Settled {
