@@ -1,0 +1,47 @@
+/**
+ * A batch Floodgate refuses without naming a check: its body is over
+ * Floodgate's MAX_BODY_BYTES (413). The client sends each half again on its
+ * own, down to halves that fit, instead of every check alone, and every check
+ * is decided once, as if alone.
+ */
+
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FloodgateClient } from "floodgate/client";
+import { createRule, newTenant } from "../support/api.js";
+import { startTestApp } from "../support/app.js";
+import type { TestApp } from "../harness/in-process-app.js";
+import { apiKey, closedAfterEachTest, patientClient } from "../support/floodgate-clients.js";
+
+const { track } = closedAfterEachTest();
+const CHECKS = 64;
+
+describe("a batch over Floodgate's MAX_BODY_BYTES", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    // Room for about 20 of these checks in one request (the client's query text included).
+    t = await startTestApp("embedded", { MAX_BODY_BYTES: "4096" });
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it("is sent again in halves until they fit, not one check at a time, each check decided once", async () => {
+    const tenantId = newTenant();
+    await createRule(t.client, { tenantId, name: `per-user-${randomUUID()}`, scope: ["USER"], limit: 1, window: 1, windowUnit: "HOURS" });
+    const client: FloodgateClient = track(patientClient(t.app.url, await apiKey(t.client, tenantId), { cache: false }));
+    // A first check teaches the client the tenant's rules, so that the batch below goes as one request.
+    expect((await client.check({ tenantId, userId: "warm-up" })).allowed).toBe(true);
+    const before = client.stats().batches;
+    const requests = Array.from({ length: CHECKS }, (_, i) => ({ tenantId, userId: `user-${String(i).padStart(4, "0")}`, resource: "/api/orders/some/long/enough/path", method: "POST" }));
+    const decisions = await client.checkMany([...requests, requests[0]!]);
+    // Each user's first check takes its one unit; the repeat of user 0 at the end is refused: decided once each, in order.
+    expect(decisions.slice(0, CHECKS).every((d) => d.allowed && d.source === "COUNTER_STORE")).toBe(true);
+    expect(decisions[CHECKS]).toMatchObject({ allowed: false, source: "COUNTER_STORE" });
+    const sent = client.stats().batches - before;
+    // 65 checks: the whole and its halves refused, its quarters decided (7 requests here); eighths at most (15), where one check at a time took 66.
+    expect(sent).toBeGreaterThan(1);
+    expect(sent).toBeLessThanOrEqual(15);
+    expect(client.stats().callerErrors).toBe(0);
+  });
+});
