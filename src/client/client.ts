@@ -180,6 +180,8 @@ const RULE_VERSIONS_KEPT = 10_000;
 const BATCH_FIELD = /^requests\[(\d+)\]\.?(.*)$/;
 /** Floodgate's codes for a refusal of the caller, which every check of a batch (one tenant's) shares. */
 const CALLER_CODES: ReadonlySet<string> = new Set(["UNAUTHENTICATED", "FORBIDDEN"]);
+/** What Floodgate answers a body over its MAX_BODY_BYTES. */
+const PAYLOAD_TOO_LARGE = 413;
 
 /** Whole milliseconds on a clock that only moves forward, unlike Date.now() (stepped by NTP, a VM resumed): what the refusal cache counts waits on. */
 const tickMs = (): number => Math.floor(monotonicMs());
@@ -477,6 +479,7 @@ export class FloodgateClient {
     const error = errorOf(answer.body.errors);
     if (OUTAGE_CODES.has(error.code)) return this.byFailureMode(checks, "serverErrors");
     if (CALLER_CODES.has(error.code)) return this.failAll(checks, error);
+    if (answer.status === PAYLOAD_TOO_LARGE) return this.inHalves(checks, error, deadlineAtMs);
     return this.isolate(checks, error, deadlineAtMs);
   }
 
@@ -513,12 +516,7 @@ export class FloodgateClient {
   /**
    * Floodgate refused the whole batch for one check's fault (and counted
    * nothing of it): that check fails with the error, and the others are sent
-   * again, without it. When the error does not say which check it is (a body
-   * over Floodgate's MAX_BODY_BYTES: 413), each half is sent again on its own,
-   * and so on down: a half that fits, or holds no faulty check, is decided,
-   * and a check alone that is still refused fails with the error. That finds
-   * one faulty check of n in about 2·log2(n) requests, where sending each
-   * check alone took n, and keeps the checks in their order.
+   * again, without it; one at a time when the error does not say which it is.
    */
   private async isolate(checks: PendingCheck[], error: FloodgateError, deadlineAtMs: number): Promise<void> {
     const index = error.field === null ? null : BATCH_FIELD.exec(error.field);
@@ -535,7 +533,22 @@ export class FloodgateClient {
       );
       return;
     }
-    // One half after the other: checkMany's checks are decided in their order.
+    await Promise.all(checks.map((check) => this.send([check], deadlineAtMs)));
+  }
+
+  /**
+   * Floodgate refused the batch's body as too large (413: over its
+   * MAX_BODY_BYTES) and counted nothing: each half is sent again on its own,
+   * one after the other (checkMany's checks are decided in their order), and
+   * so on down until a part fits; a check still too large alone fails with
+   * the error. Sending each check alone instead took a request a check.
+   */
+  private async inHalves(checks: PendingCheck[], error: FloodgateError, deadlineAtMs: number): Promise<void> {
+    if (checks.length === 1) {
+      this.counts.callerErrors++;
+      checks[0]!.reject(error);
+      return;
+    }
     const half = Math.ceil(checks.length / 2);
     await this.send(checks.slice(0, half), deadlineAtMs);
     await this.send(checks.slice(half), deadlineAtMs);
@@ -568,7 +581,7 @@ export class FloodgateClient {
   }
 
   /** One POST under the deadline: Floodgate's answer, or which kind of outage kept it from answering. */
-  private async post<T>(body: string, deadlineAtMs: number): Promise<{ body: GraphQLBody<T> } | { outage: Outage }> {
+  private async post<T>(body: string, deadlineAtMs: number): Promise<{ body: GraphQLBody<T>; status: number } | { outage: Outage }> {
     let answer: TransportAnswer;
     try {
       answer = await this.transport.post(body, deadlineAtMs);
@@ -586,7 +599,7 @@ export class FloodgateClient {
     }
     // JSON but not a GraphQL response (null, a number, a list: a proxy's): reading its data threw, leaving the checks unsettled.
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return { outage: "serverErrors" };
-    return { body: parsed as GraphQLBody<T> };
+    return { body: parsed as GraphQLBody<T>, status: answer.status };
   }
 }
 

@@ -246,19 +246,35 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
 
     it("remembers a refusal for Floodgate's wait to the millisecond: a token bucket's next token is asked for, not refused for the rest of Retry-After's second", async () => {
       const tenantId = newTenant();
-      // Ten a second, one at a time: a token every 100 ms.
-      await createRule(suite.client, { tenantId, name: `per-user-${randomUUID()}`, scope: ["USER"], algorithm: "TOKEN_BUCKET", limit: 10, window: 1, windowUnit: "SECONDS", burst: 1 });
+      // Four a second, one at a time: a token every 250 ms.
+      await createRule(suite.client, { tenantId, name: `per-user-${randomUUID()}`, scope: ["USER"], algorithm: "TOKEN_BUCKET", limit: 4, window: 1, windowUnit: "SECONDS", burst: 1 });
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
+      await untilCacheLive(client);
+      const request = { tenantId, userId: "u1" };
+      // Until refused: on a loaded machine a token may come back between two checks.
+      let refusal = await client.check(request);
+      for (let i = 0; i < 20 && refusal.allowed; i++) refusal = await client.check(request);
+      expect(refusal).toMatchObject({ allowed: false, source: "COUNTER_STORE", retryAfter: 1 });
+      expect(refusal.retryAfterMs).toBeGreaterThan(0);
+      expect(refusal.retryAfterMs).toBeLessThanOrEqual(250);
+      expect(await client.check(request)).toMatchObject({ allowed: false, source: "CLIENT_REFUSAL_CACHE", retryAfter: 1 });
+      await new Promise((resolve) => setTimeout(resolve, refusal.retryAfterMs! + 50));
+      expect(await client.check(request)).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
+    });
+
+    it("gives and remembers a wait past GraphQL Int's 24.8 days (a 30-day window) to the millisecond", async () => {
+      const tenantId = newTenant();
+      await createRule(suite.client, { tenantId, name: `per-user-${randomUUID()}`, scope: ["USER"], algorithm: "FIXED_WINDOW", limit: 1, window: 30, windowUnit: "DAYS" });
       const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
       await untilCacheLive(client);
       const request = { tenantId, userId: "u1" };
       expect((await client.check(request)).allowed).toBe(true);
       const refusal = await client.check(request);
-      expect(refusal).toMatchObject({ allowed: false, source: "COUNTER_STORE", retryAfter: 1 });
-      expect(refusal.retryAfterMs).toBeGreaterThan(0);
-      expect(refusal.retryAfterMs).toBeLessThanOrEqual(100);
-      expect(await client.check(request)).toMatchObject({ allowed: false, source: "CLIENT_REFUSAL_CACHE", retryAfter: 1 });
-      await new Promise((resolve) => setTimeout(resolve, refusal.retryAfterMs! + 50));
-      expect(await client.check(request)).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
+      expect(refusal).toMatchObject({ allowed: false, source: "COUNTER_STORE" });
+      expect(refusal.retryAfterMs).toBeGreaterThan(2 ** 31);
+      expect(refusal.retryAfter).toBe(Math.ceil(refusal.retryAfterMs! / 1000));
+      expect(refusal.results[0]!.retryAfterMs).toBe(refusal.retryAfterMs);
+      expect(await client.check(request)).toMatchObject({ allowed: false, source: "CLIENT_REFUSAL_CACHE" });
     });
 
     it("forgets a refusal at once when its bucket is reset, through any client", async () => {

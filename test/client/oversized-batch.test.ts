@@ -44,4 +44,18 @@ describe("a batch over Floodgate's MAX_BODY_BYTES", () => {
     expect(sent).toBeLessThanOrEqual(15);
     expect(client.stats().callerErrors).toBe(0);
   });
+
+  it("fails a check too large even alone with Floodgate's error, and decides the others", async () => {
+    const tenantId = newTenant();
+    await createRule(t.client, { tenantId, name: `per-user-${randomUUID()}`, scope: ["USER"], limit: 1, window: 1, windowUnit: "HOURS" });
+    const client: FloodgateClient = track(patientClient(t.app.url, await apiKey(t.client, tenantId), { cache: false }));
+    expect((await client.check({ tenantId, userId: "warm-up" })).allowed).toBe(true);
+    // A cookie RFC 6265's browsers must hold (Floodgate takes up to 4,096 bytes), in a body over this Floodgate's 4,096.
+    const huge = { tenantId, userId: "huge", cookie: `session=${"x".repeat(4000)}` };
+    const outcomes = await Promise.allSettled([client.check({ tenantId, userId: "a" }), client.check(huge), client.check({ tenantId, userId: "b" })]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: "BAD_REQUEST" });
+    expect(outcomes.filter((o) => o.status === "fulfilled").every((o) => (o as PromiseFulfilledResult<{ allowed: boolean }>).value.allowed)).toBe(true);
+    expect(client.stats().callerErrors).toBe(1);
+  });
 });

@@ -1,4 +1,4 @@
-import { Field, InputType, Int, ObjectType } from "type-graphql";
+import { Field, Float, InputType, Int, ObjectType } from "type-graphql";
 import type { DecisionSource } from "../../domain/decision.js";
 import type { Action } from "../../domain/rule.js";
 import type { DecisionReasonCode } from "../../domain/screening.js";
@@ -84,7 +84,11 @@ export class RuleResultType {
   @Field(() => Int, { nullable: true, description: "Seconds until a request like this one would be allowed; null when allowed." })
   retryAfter!: number | null;
 
-  @Field(() => Int, { nullable: true, description: "Milliseconds until a request like this one would be allowed, as the counter store worked it out (retryAfter is this rounded up to whole seconds); null when allowed." })
+  @Field(() => Float, {
+    nullable: true,
+    description:
+      "Milliseconds until a request like this one would be allowed, as the counter store worked it out (retryAfter is this rounded up to whole seconds); null when allowed. Whole milliseconds, as a Float: a month's wait is past Int's 24.8 days.",
+  })
   retryAfterMs!: number | null;
 
   @Field(() => Int, { description: "THROTTLE: milliseconds this rule holds the request; 0 otherwise." })
@@ -170,10 +174,10 @@ export class LimitDecisionType {
   @Field(() => Int, { nullable: true, description: "Seconds to wait before retrying; set when allowed is false." })
   retryAfter!: number | null;
 
-  @Field(() => Int, {
+  @Field(() => Float, {
     nullable: true,
     description:
-      "Milliseconds to wait before retrying; set when allowed is false. retryAfter and Retry-After are this rounded up to whole seconds: a client that retries by itself, or caches the refusal, need not wait out the rounding.",
+      "Milliseconds to wait before retrying; set when allowed is false. retryAfter and Retry-After are this rounded up to whole seconds: a client that retries by itself, or caches the refusal, need not wait out the rounding. Whole milliseconds, as a Float: a month's wait is past Int's 24.8 days.",
   })
   retryAfterMs!: number | null;
 
