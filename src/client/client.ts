@@ -180,8 +180,12 @@ const RULE_VERSIONS_KEPT = 10_000;
 const BATCH_FIELD = /^requests\[(\d+)\]\.?(.*)$/;
 /** Floodgate's codes for a refusal of the caller, which every check of a batch (one tenant's) shares. */
 const CALLER_CODES: ReadonlySet<string> = new Set(["UNAUTHENTICATED", "FORBIDDEN"]);
-/** What Floodgate answers a body over its MAX_BODY_BYTES. */
+/** What Floodgate answers a body over its MAX_BODY_BYTES, as a proxy in front of it may too. */
 const PAYLOAD_TOO_LARGE = 413;
+/** A proxy's 413, which says nothing Floodgate would, as the error a check too large even alone fails with. */
+const PROXY_TOO_LARGE: GraphQLBody<never> = {
+  errors: [{ message: "the request body is larger than a proxy in front of Floodgate accepts (HTTP 413)", extensions: { code: "BAD_REQUEST" } }],
+};
 
 /** Whole milliseconds on a clock that only moves forward, unlike Date.now() (stepped by NTP, a VM resumed): what the refusal cache counts waits on. */
 const tickMs = (): number => Math.floor(monotonicMs());
@@ -590,16 +594,17 @@ export class FloodgateClient {
       return { outage: error instanceof DeadlineExceeded ? "timeouts" : "unreachable" };
     }
     if (answer.status >= 500) return { outage: "serverErrors" };
-    let parsed: unknown;
+    let parsed: unknown = null;
     try {
       parsed = JSON.parse(answer.text);
     } catch {
-      // Not Floodgate answering (a proxy's error page, say).
-      return { outage: "serverErrors" };
+      // Not Floodgate answering (a proxy's error page, say): below.
     }
-    // JSON but not a GraphQL response (null, a number, a list: a proxy's): reading its data threw, leaving the checks unsettled.
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return { outage: "serverErrors" };
-    return { body: parsed as GraphQLBody<T>, status: answer.status };
+    // JSON but not a GraphQL response (null, a number, a list: a proxy's) is no answer either: reading its data threw, leaving the checks unsettled.
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) return { body: parsed as GraphQLBody<T>, status: answer.status };
+    // A proxy in front of Floodgate refusing the body as too large (nginx's client_max_body_size is 1 MB unless set): halved like Floodgate's own 413.
+    if (answer.status === PAYLOAD_TOO_LARGE) return { body: PROXY_TOO_LARGE, status: answer.status };
+    return { outage: "serverErrors" };
   }
 }
 
