@@ -210,11 +210,17 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
   });
 
   describe("the refusal cache", () => {
-    async function refusedOnce(limit = 2) {
+    /** A client of a new tenant whose one rule is per user, its refusal cache live. */
+    async function cachingClientOf(limit: number, extra: Partial<Parameters<typeof createRule>[1]> = {}) {
       const tenantId = newTenant();
-      const rule = await perUser(tenantId, limit);
+      const rule = await perUser(tenantId, limit, extra);
       const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
       await untilCacheLive(client);
+      return { tenantId, rule, client };
+    }
+
+    async function refusedOnce(limit = 2) {
+      const { tenantId, rule, client } = await cachingClientOf(limit);
       const request = { tenantId, userId: "u1", resource: "/api/orders", method: "POST" };
       for (let i = 0; i < limit; i++) expect((await client.check(request)).allowed).toBe(true);
       const refusal = await client.check(request);
@@ -245,11 +251,8 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
     });
 
     it("remembers a refusal for Floodgate's wait to the millisecond: a token bucket's next token is asked for, not refused for the rest of Retry-After's second", async () => {
-      const tenantId = newTenant();
       // Four a second, one at a time: a token every 250 ms.
-      await createRule(suite.client, { tenantId, name: `per-user-${randomUUID()}`, scope: ["USER"], algorithm: "TOKEN_BUCKET", limit: 4, window: 1, windowUnit: "SECONDS", burst: 1 });
-      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
-      await untilCacheLive(client);
+      const { tenantId, client } = await cachingClientOf(4, { algorithm: "TOKEN_BUCKET", windowUnit: "SECONDS", burst: 1 });
       const request = { tenantId, userId: "u1" };
       // Until refused: on a loaded machine a token may come back between two checks.
       let refusal = await client.check(request);
@@ -263,10 +266,7 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
     });
 
     it("gives and remembers a wait past GraphQL Int's 24.8 days (a 30-day window) to the millisecond", async () => {
-      const tenantId = newTenant();
-      await createRule(suite.client, { tenantId, name: `per-user-${randomUUID()}`, scope: ["USER"], algorithm: "FIXED_WINDOW", limit: 1, window: 30, windowUnit: "DAYS" });
-      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId)));
-      await untilCacheLive(client);
+      const { tenantId, client } = await cachingClientOf(1, { algorithm: "FIXED_WINDOW", window: 30, windowUnit: "DAYS" });
       const request = { tenantId, userId: "u1" };
       expect((await client.check(request)).allowed).toBe(true);
       const refusal = await client.check(request);
