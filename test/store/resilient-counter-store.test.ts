@@ -6,12 +6,12 @@
  */
 
 import type { Cluster, Redis } from "ioredis";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
 import { UnavailableError } from "../../src/domain/errors.js";
 import type { BucketRef, CounterReply } from "../../src/domain/ports.js";
 import type { FailureMode } from "../../src/domain/rule.js";
-import { ResilientCounterStore } from "../../src/store/resilient-counter-store.js";
+import { ResilientCounterStore, type ResilientCounterStoreOptions } from "../../src/store/resilient-counter-store.js";
 import { MemoryCounterStore } from "../../src/store/memory/memory-counter-store.js";
 import { createRedisClient } from "../../src/store/redis/client.js";
 import { KeyLayout } from "../../src/store/redis/key-layout.js";
@@ -50,8 +50,8 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     store = storeOn(client);
   });
 
-  /** The store under test on a client of Redis: 50 ms deadline, a breaker opening after 3 failures, 4 instances. */
-  const storeOn = (redisClient: Redis): ResilientCounterStore =>
+  /** The store under test on a client of Redis: 50 ms deadline unless given, a breaker opening after 3 failures, 4 instances. */
+  const storeOn = (redisClient: Redis, options: Partial<ResilientCounterStoreOptions> = {}): ResilientCounterStore =>
     new ResilientCounterStore({
       primary: new RedisCounterStore(redisClient, { layout: new KeyLayout("fg:", 16) }),
       local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
@@ -59,7 +59,25 @@ describe("ResilientCounterStore on a Redis that dies", () => {
       instances: 4,
       timeoutMs: 50,
       clock,
+      ...options,
     });
+
+  const patients: Redis[] = [];
+  afterEach(() => {
+    for (const patient of patients.splice(0)) patient.disconnect();
+  });
+
+  /**
+   * The store on a client that waits as long as a loaded machine needs (5 s):
+   * for tests of which calls Redis decides, where 50 ms, missed by a busy
+   * machine, would send healthy calls to their failure mode.
+   */
+  async function patientStore(options: Partial<ResilientCounterStoreOptions> = {}): Promise<ResilientCounterStore> {
+    const patient = createRedisClient({ kind: "single", url: redis.url }, 5_000);
+    patients.push(patient);
+    await patient.connect();
+    return storeOn(patient, { timeoutMs: 5_000, ...options });
+  }
 
   const check = async (buckets: BucketRef[], cost = 1): Promise<CounterReply> => (await store.decide([{ buckets, cost, dryRun: false }]))[0]!;
 
@@ -172,6 +190,7 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     const broken = bucket("broken", "CLOSED");
     const layout = new KeyLayout("fg:", 16);
     await client.set(layout.keysOf(broken.ruleId, layout.field(broken.key)).pageA, "not a hash");
+    store = await patientStore();
     const [healthy, failed, alsoHealthy] = await store.decide([
       { buckets: [bucket("fine", "CLOSED")], cost: 1, dryRun: false },
       { buckets: [broken], cost: 1, dryRun: false },
@@ -186,15 +205,7 @@ describe("ResilientCounterStore on a Redis that dies", () => {
 
   it("never opens the breaker for a bucket Redis answers it cannot decide (a key of another type, a log decide.lua cannot read): that call alone goes by failure mode", async () => {
     const failed: unknown[] = [];
-    store = new ResilientCounterStore({
-      primary: new RedisCounterStore(client, { layout: new KeyLayout("fg:", 16) }),
-      local: new MemoryCounterStore({ clock, sweepIntervalMs: 0 }),
-      breakers: { failureThreshold: 3, openMs: 1000 },
-      onCallFailed: (error) => failed.push(error),
-      instances: 4,
-      timeoutMs: 50,
-      clock,
-    });
+    store = await patientStore({ onCallFailed: (error) => failed.push(error) });
     const layout = new KeyLayout("fg:", 16);
     const wrongType = bucket("wrong-type", "CLOSED");
     await client.set(layout.keysOf(wrongType.ruleId, layout.field(wrongType.key)).pageA, "not a hash");
