@@ -7,7 +7,8 @@
  * here (429, or 403 for a deny-listed request; problem details); THROTTLE holds the request for its delay; a
  * caller's fault the client reports (bad token, say) goes to next(error).
  * A CONCURRENCY lease is released when the response finishes or its
- * connection closes.
+ * connection closes; a request whose caller left while it was checked or
+ * held is not routed.
  * See gate.ts for how a request becomes a check.
  */
 
@@ -23,10 +24,11 @@ export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressM
   const gate = createGate<IncomingMessage>(options, nodeRequestView);
   const middleware = (request: IncomingMessage, response: ServerResponse, next: (error?: unknown) => void) => {
     gate.decide(request).then((verdict) => {
-      // Answered while the check was pending (a request-timeout middleware in front, say): the response is no
-      // longer this middleware's nor the request the routes'. Setting a header would throw where nothing catches
-      // it, an unhandled rejection that ends the process; a lease is handed back now, its response long finished.
-      if (response.headersSent) {
+      // Answered while the check was pending (a request-timeout middleware in front, say), or its caller gone:
+      // the response is no longer this middleware's nor the request the routes'. Setting a header would throw
+      // where nothing catches it, an unhandled rejection that ends the process; routing it would do the work
+      // for nobody. A lease is handed back now, its response's end long past.
+      if (response.headersSent || response.closed) {
         if (verdict.kind === "pass") void gate.release(verdict.decision);
         return;
       }
@@ -37,8 +39,9 @@ export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressM
         response.statusCode = verdict.status;
         response.end(verdict.body);
       } else if (verdict.delayMs > 0) {
-        // The same after THROTTLE's delay: a response sent meanwhile is not routed again.
-        setTimeout(() => (response.headersSent ? undefined : next()), verdict.delayMs);
+        // The same after THROTTLE's delay: a response sent meanwhile is not routed again, nor a request whose
+        // caller left (the delay holds back its work; doing it for nobody would do it twice when the caller retries).
+        setTimeout(() => (response.headersSent || response.closed ? undefined : next()), verdict.delayMs);
       } else {
         next();
       }
@@ -47,8 +50,8 @@ export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressM
   return Object.assign(middleware, { gate });
 }
 
-/** node:http's request as the gate reads it (Express's request is one). */
-export function nodeRequestView(request: IncomingMessage & { originalUrl?: string }): RequestView {
+/** node:http's request as the gate reads it (Express's request is one, and tells its app's routing). */
+export function nodeRequestView(request: IncomingMessage & { originalUrl?: string; app?: { enabled(setting: string): boolean } }, routingIgnoresCase = ignoresCase(request)): RequestView {
   return {
     method: request.method ?? "GET",
     // Express's originalUrl: under app.use("/api", floodgate(...)) its url has lost the mount ("/orders" for "/api/orders").
@@ -58,5 +61,11 @@ export function nodeRequestView(request: IncomingMessage & { originalUrl?: strin
       return Array.isArray(value) ? value.join(", ") : value;
     },
     remoteAddress: request.socket.remoteAddress,
+    routingIgnoresCase,
   };
+}
+
+/** Whether Express routes the request without regard to case: its default, unless the app enables "case sensitive routing". */
+function ignoresCase(request: { app?: { enabled(setting: string): boolean } }): boolean {
+  return typeof request.app?.enabled === "function" && !request.app.enabled("case sensitive routing");
 }

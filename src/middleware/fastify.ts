@@ -6,13 +6,14 @@
  *
  * It checks in onRequest, before the body is read: the decision's headers go
  * on every checked reply; a denial is answered there (429, or 403 for a deny-listed request; problem details);
- * THROTTLE holds the request for its delay. A client the plugin made is closed
- * with the server. A CONCURRENCY lease is released when the reply has been
- * sent (onResponse) or the request aborted, by the raw response's finish or
- * close, which cover both. See gate.ts for how a request becomes a check.
+ * THROTTLE holds the request for its delay; a request whose caller left
+ * meanwhile is not routed. A client the plugin made is closed with the
+ * server. A CONCURRENCY lease is released when the reply has been sent or the
+ * request aborted, by the raw response's finish or close, which cover both.
+ * See gate.ts for how a request becomes a check.
  */
 
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { nodeRequestView } from "./express.js";
 import { createGate, releaseWhenDone, type Gate, type MiddlewareOptions } from "./gate.js";
 
@@ -28,18 +29,41 @@ export type FloodgatePluginOptions = MiddlewareOptions<FastifyRequest>;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export function floodgatePlugin(fastify: FastifyInstance, options: FloodgatePluginOptions, done: (error?: Error) => void): void {
-  const gate = createGate<FastifyRequest>(options, (request) => nodeRequestView(request.raw));
+  const routingIgnoresCase = ignoresCase(fastify.initialConfig);
+  const gate = createGate<FastifyRequest>(options, (request) => nodeRequestView(request.raw, routingIgnoresCase));
   fastify.decorate("floodgate", gate);
   fastify.addHook("onRequest", async (request, reply) => {
     const verdict = await gate.decide(request);
     if (verdict.kind === "skip") return;
-    for (const { name, value } of verdict.headers) void reply.header(name, value);
     releaseWhenDone(gate, verdict, reply.raw);
+    if (callerLeft(reply)) return reply;
+    for (const { name, value } of verdict.headers) void reply.header(name, value);
     if (verdict.kind === "deny") return reply.code(verdict.status).send(verdict.body);
-    if (verdict.delayMs > 0) await sleep(verdict.delayMs);
+    if (verdict.delayMs > 0) {
+      await sleep(verdict.delayMs);
+      if (callerLeft(reply)) return reply;
+    }
   });
   fastify.addHook("onClose", () => gate.close());
   done();
+}
+
+/**
+ * Whether the caller has gone, its connection closed while its request was
+ * checked or held: its route is then not run (THROTTLE's delay holds back its
+ * work; doing it for nobody would do it twice when the caller retries). A
+ * hijacked reply is Fastify's way to end a request's lifecycle in a hook.
+ */
+function callerLeft(reply: FastifyReply): boolean {
+  if (!reply.raw.closed) return false;
+  reply.hijack();
+  return true;
+}
+
+/** Whether the router matches paths without regard to case: Fastify's caseSensitive option set to false, at the top or among routerOptions. */
+function ignoresCase(config: FastifyInstance["initialConfig"]): boolean {
+  const { caseSensitive, routerOptions } = config as { caseSensitive?: boolean; routerOptions?: { caseSensitive?: boolean } };
+  return caseSensitive === false || routerOptions?.caseSensitive === false;
 }
 
 // What fastify-plugin sets: register on the instance it is given, not in a child context, and be named in errors.

@@ -11,11 +11,16 @@
  *     c.res = limit.withHeaders(c.req.raw, c.res);    // the decision's headers on allowed responses too
  *   });
  *
+ * A request whose caller left while it was checked or held (its signal
+ * aborted, as @hono/node-server and the edge runtimes abort it) is answered
+ * 499, which nobody reads, so that its route does not run.
+ *
  * A request admitted by CONCURRENCY rules holds a lease until its response
  * has been sent. withHeaders hands the lease back by itself: the response it
  * returns releases it when its body has been read to the end or cancelled
- * (at once when it has none). A handler that does not pass its response
- * through withHeaders calls limit.release(request) when it is done.
+ * (at once when it has none, or answers a HEAD request). A handler that
+ * does not pass its response through withHeaders calls
+ * limit.release(request) when it is done.
  *
  * Fetch runtimes do not tell a Request's peer address: pass it as the second
  * argument where the runtime has it, or read it with extract.ip (a
@@ -36,7 +41,30 @@ export type FetchLimiter = ((request: Request, connection?: { remoteAddress?: st
   readonly gate: Gate<Request>;
 };
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** Waits THROTTLE's delay: true once it has passed, false as soon as the caller leaves (the request's signal aborts). */
+function heldFor(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const left = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", left);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", left, { once: true });
+  });
+}
+
+/**
+ * The answer to a request whose caller left while it was checked or held:
+ * 499, nginx's "client closed request", which nobody reads. Returned, it
+ * keeps the route from running: THROTTLE's delay holds back its work, and
+ * doing it for nobody would do it twice when the caller retries.
+ */
+function callerLeft(): Response {
+  return new Response(null, { status: 499 });
+}
 
 export function floodgate(options: MiddlewareOptions<Request>): FetchLimiter {
   const peers = new WeakMap<Request, string>();
@@ -47,15 +75,23 @@ export function floodgate(options: MiddlewareOptions<Request>): FetchLimiter {
     url: request.url,
     header: (name) => request.headers.get(name) ?? undefined,
     remoteAddress: peers.get(request),
+    // Hono, Next.js and the other fetch routers match paths as written.
+    routingIgnoresCase: false,
   }));
   const limit = async (request: Request, connection?: { remoteAddress?: string }): Promise<Response | undefined> => {
     if (connection?.remoteAddress !== undefined) peers.set(request, connection.remoteAddress);
+    // Read before the check: @hono/node-server makes a request's signal only when it is first read, and aborts
+    // only a signal that exists when the connection closes.
+    const { signal } = request;
     const verdict = await gate.decide(request);
     if (verdict.kind === "skip") return undefined;
     if (verdict.kind === "deny") return new Response(verdict.body, { status: verdict.status, headers: verdict.headers.map(({ name, value }) => [name, value]) });
+    if (signal.aborted || (verdict.delayMs > 0 && !(await heldFor(verdict.delayMs, signal)))) {
+      void gate.release(verdict.decision);
+      return callerLeft();
+    }
     passed.set(request, verdict.headers);
     if (verdict.decision.lease) leased.set(request, verdict.decision);
-    if (verdict.delayMs > 0) await sleep(verdict.delayMs);
     return undefined;
   };
   const release = (request: Request): Promise<void> => {
@@ -68,8 +104,10 @@ export function floodgate(options: MiddlewareOptions<Request>): FetchLimiter {
     const headers = passed.get(request) ?? [];
     const holdsLease = leased.has(request);
     if (headers.length === 0 && !holdsLease) return response;
-    if (holdsLease && response.body === null) void release(request);
-    const body = holdsLease && response.body !== null ? releasingAtEnd(response.body, () => void release(request)) : response.body;
+    // A HEAD response's body is never sent: Hono drops it unread (new Response(null, the GET route's response)).
+    const bodySent = response.body !== null && request.method !== "HEAD";
+    if (holdsLease && !bodySent) void release(request);
+    const body = holdsLease && bodySent ? releasingAtEnd(response.body!, () => void release(request)) : response.body;
     const target = new Response(body, response);
     for (const { name, value } of headers) target.headers.set(name, value);
     return target;

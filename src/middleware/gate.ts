@@ -17,12 +17,15 @@
  *   cookie     the value of the cookie cookieName names (none by default)
  *   method     the method, when Floodgate knows it (HTTP_METHODS); none for
  *              others (PURGE, PROPFIND...), which rules for any method still count
- *   resource   the path without its query string, its percent-escapes
- *              decoded as the routers decode them (see resourceOf)
+ *   resource   the path without its query string, as the app's router
+ *              matches it: percent-escapes decoded as the routers decode
+ *              them, dot segments kept, lower-cased where routing ignores
+ *              case (Express's default) (see resourceOf)
  *   tenantId   a constant or a function of the request
- * Values from the request are cut to what Floodgate accepts (lengths, no
- * control characters, addresses it parses, methods it knows), so no request
- * can make a check fail.
+ * Values from the request are made to fit what Floodgate accepts (no
+ * control characters, addresses it parses, methods it knows, a path cut at
+ * its length, a longer token, cookie or user agent stood for by its digest:
+ * see fitted), so no request can make a check fail.
  *
  * The verdict: headers to set on the response either way; on denial a 429
  * with an RFC 9457 problem details body, or a 403 for a request on a deny
@@ -51,6 +54,8 @@ export interface RequestView {
   header(name: string): string | undefined;
   /** The peer's address, where the runtime tells it. */
   remoteAddress: string | undefined;
+  /** Whether the app's router matches paths without regard to case (Express's default): the check's path is then lower-cased. */
+  routingIgnoresCase: boolean;
 }
 
 type Extractor<Req, T> = (request: Req) => T | null | undefined;
@@ -141,19 +146,19 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
   const skipped = skipTest(options.skip, view);
   const problemType = options.problemType ?? "about:blank";
 
-  const checkOf = (request: Req): CheckLimitsInput => {
+  const checkOf = async (request: Req): Promise<CheckLimitsInput> => {
     const v = view(request);
-    const path = pathOf(v.url);
+    const path = resourceOf(pathOf(v.url));
     const authorization = v.header("authorization");
     return {
       tenantId: typeof tenant === "function" ? tenant(request) : tenant,
       ip: extract.ip?.(request) ?? clientIp(v, hops),
       userId: extract.userId?.(request),
-      apiKey: extract.apiKey?.(request) ?? clean(apiKeyHeader ? v.header(apiKeyHeader.toLowerCase()) : bearerToken(authorization), MAX.identifier),
-      userAgent: extract.userAgent?.(request) ?? clean(v.header("user-agent"), MAX.userAgent),
-      cookie: extract.cookie?.(request) ?? (cookieName ? clean(cookieValue(v.header("cookie"), cookieName), MAX.cookie) : undefined),
+      apiKey: extract.apiKey?.(request) ?? (await fitted(apiKeyHeader ? v.header(apiKeyHeader.toLowerCase()) : bearerToken(authorization), MAX.identifier)),
+      userAgent: extract.userAgent?.(request) ?? (await fitted(v.header("user-agent"), MAX.userAgent)),
+      cookie: extract.cookie?.(request) ?? (cookieName ? await fitted(cookieValue(v.header("cookie"), cookieName), MAX.cookie) : undefined),
       method: extract.method?.(request) ?? knownMethod(v.method),
-      resource: extract.resource?.(request) ?? clean(resourceOf(path), MAX.resource),
+      resource: extract.resource?.(request) ?? clean(v.routingIgnoresCase ? path.toLowerCase() : path, MAX.resource),
       cost: extract.cost?.(request),
     };
   };
@@ -162,7 +167,7 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
     client,
     async decide(request) {
       if (skipped(request)) return SKIP;
-      const decision = await client.check(checkOf(request));
+      const decision = await client.check(await checkOf(request));
       if (decision.allowed) return { kind: "pass", decision, headers: decision.headers, delayMs: decision.delayMs ?? 0 };
       if (decision.reason?.code === "DENY_LISTED") return { kind: "deny", decision, status: 403, ...accessDenied(decision, problemType) };
       return { kind: "deny", decision, status: 429, ...problem(decision, problemType) };
@@ -174,9 +179,26 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
 
 function ignore(): void {}
 
-/** Releases the verdict's lease once the response has been sent or its connection closed, whichever comes first (once). */
-export function releaseWhenDone(gate: Gate<unknown>, verdict: Verdict, response: { once(event: "finish" | "close", listener: () => void): unknown }): void {
+/** What releaseWhenDone reads of a node:http response. */
+export interface NodeResponse {
+  /** Its connection has closed (the caller left) or it has been sent and closed. */
+  readonly closed: boolean;
+  readonly writableFinished: boolean;
+  once(event: "finish" | "close", listener: () => void): unknown;
+}
+
+/**
+ * Releases the verdict's lease once the response has been sent or its
+ * connection closed, whichever comes first (once); at once when that
+ * happened while the check was pending (a caller that gave up), whose
+ * events have been and gone.
+ */
+export function releaseWhenDone(gate: Gate<unknown>, verdict: Verdict, response: NodeResponse): void {
   if (verdict.kind !== "pass" || !verdict.decision.lease) return;
+  if (response.closed || response.writableFinished) {
+    void gate.release(verdict.decision);
+    return;
+  }
   let released = false;
   const release = () => {
     if (released) return;
@@ -286,18 +308,28 @@ function knownMethod(method: string): string | undefined {
  * keeps the reserved characters escaped ("%2F" stays, inventing no segment,
  * "%3F" no query string); "%25" stays too, so that what is decoded is never
  * decoded again. Segment by segment: one whose escape is malformed stays as
- * sent, and so does one that would decode to "." or ".." ("%2e%2e"), which
- * Floodgate would then fold away, moving "/api/%2e%2e/admin" out from under
- * a rule on "/api/**" while a router serves it below /api, or to a control
- * character, which clean() would strip (leaving "..", say). Only the check's
+ * sent, and so does one that would decode to a control character, which
+ * clean() would strip (leaving "..", say).
+ *
+ * Dot segments: Floodgate folds "." and ".." away ("/api/../admin" is
+ * /admin to it), while Express and Fastify route them as sent, below /api,
+ * so a rule on "/api/**" would never count what its routes serve. A "." or
+ * ".." segment, written so or escaped ("%2e%2e"), goes to Floodgate escaped,
+ * which it leaves in place. Fetch runtimes give a URL whose dot segments
+ * WHATWG URL has folded already, as their routers see it. Only the check's
  * resource: the skip list compares the path as sent (skipTest).
  */
 function resourceOf(path: string): string {
-  if (!path.includes("%")) return path;
-  return path.split("/").map(decodedSegment).join("/");
+  if (!MAY_CHANGE.test(path)) return path;
+  return path.split("/").map(routedSegment).join("/");
 }
 
-function decodedSegment(segment: string): string {
+/** A path resourceOf may change: one with an escape or a dot segment. */
+const MAY_CHANGE = /%|\/\.\.?(?:\/|$)/;
+
+function routedSegment(segment: string): string {
+  if (segment === ".") return "%2E";
+  if (segment === "..") return "%2E%2E";
   if (!segment.includes("%")) return segment;
   try {
     const decoded = decodeURI(segment.replace(/%25/g, "%2525"));
@@ -307,16 +339,17 @@ function decodedSegment(segment: string): string {
   }
 }
 
-function pathOf(url: string): string {
-  return withoutQueryOrFragment(url.startsWith("/") ? url : safePathname(url));
-}
+/**
+ * The scheme and authority of an absolute-form request target ("GET
+ * http://host/path HTTP/1.1", which a server must accept), taken off as
+ * text: WHATWG URL would fold the path's dot segments, which Express and
+ * Fastify route as sent.
+ */
+const SCHEME_AND_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
 
-function safePathname(url: string): string {
-  try {
-    return new URL(url).pathname;
-  } catch {
-    return "/";
-  }
+function pathOf(url: string): string {
+  const path = withoutQueryOrFragment(url.replace(SCHEME_AND_AUTHORITY, ""));
+  return path.startsWith("/") ? path : "/";
 }
 
 function bearerToken(authorization: string | undefined): string | undefined {
@@ -333,8 +366,23 @@ function cookieValue(header: string | undefined, name: string): string | undefin
   return undefined;
 }
 
-function clean(value: string | undefined, max: number): string | undefined {
+function clean(value: string | undefined, max = Number.POSITIVE_INFINITY): string | undefined {
   if (value === undefined) return undefined;
   const cleaned = value.replace(CONTROL, "").slice(0, max).toWellFormed();
   return cleaned === "" ? undefined : cleaned;
+}
+
+/**
+ * A value that tells callers apart (a token, a cookie, a user agent), made
+ * to fit Floodgate's length for its field: one too long is stood for by the
+ * SHA-256 of the whole of it. Cut instead, every value with the same first
+ * characters would share a bucket, as the JSON web tokens of one issuer and
+ * audience do for their first few hundred. Floodgate keeps an API key as its
+ * digest anyway (service-limits.ts).
+ */
+async function fitted(value: string | undefined, max: number): Promise<string | undefined> {
+  const cleaned = clean(value);
+  if (cleaned === undefined || cleaned.length <= max) return cleaned;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(cleaned)));
+  return `sha256:${Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
 }

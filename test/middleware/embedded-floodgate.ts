@@ -6,7 +6,7 @@
  */
 
 import { afterAll, afterEach, beforeAll } from "vitest";
-import type { FloodgateClient } from "floodgate/client";
+import type { FloodgateClient, FloodgateClientOptions } from "floodgate/client";
 import type { CreateRuleInput } from "../generated/graphql.js";
 import { createRule, newTenant } from "../support/api.js";
 import { startTestApp } from "../support/app.js";
@@ -14,8 +14,11 @@ import { apiKey, patientClient } from "../support/floodgate-clients.js";
 import type { TestApp } from "../harness/in-process-app.js";
 
 export interface EmbeddedFloodgate {
-  /** A tenant of its own limited by `rule` (a minute's window unless it says), and a client checking it. */
-  limited(rule: Omit<CreateRuleInput, "tenantId" | "name" | "window" | "windowUnit"> & { window?: number; windowUnit?: CreateRuleInput["windowUnit"] }): Promise<{ tenant: string; client: FloodgateClient }>;
+  /** A tenant of its own limited by `rule` (a minute's window unless it says), and a client checking it (with `clientOptions`). */
+  limited(
+    rule: Omit<CreateRuleInput, "tenantId" | "name" | "window" | "windowUnit"> & { window?: number; windowUnit?: CreateRuleInput["windowUnit"] },
+    clientOptions?: Partial<FloodgateClientOptions>,
+  ): Promise<{ tenant: string; client: FloodgateClient }>;
   /** Closes `thing` after the test. */
   keep<T extends { close(): Promise<void> }>(thing: T): T;
 }
@@ -38,10 +41,10 @@ export function embeddedFloodgate(): EmbeddedFloodgate {
   };
   return {
     keep,
-    async limited(rule) {
+    async limited(rule, clientOptions) {
       const tenant = newTenant();
       await createRule(floodgate.client, { tenantId: tenant, name: "limit", windowUnit: "MINUTES", ...rule, window: rule.window ?? 1 });
-      const client = keep(patientClient(floodgate.app.url, await apiKey(floodgate.client, tenant)));
+      const client = keep(patientClient(floodgate.app.url, await apiKey(floodgate.client, tenant), clientOptions));
       return { tenant, client };
     },
   };

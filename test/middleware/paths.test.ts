@@ -2,13 +2,19 @@
  * The path a check carries, as the app routes it: an Express middleware
  * mounted under a path (Express strips the mount from request.url), and a
  * percent-encoded spelling of a limited path, which Fastify and Hono decode
- * before routing (Express hands it decoded to its route parameters). And the
- * skip list, a hole in the limits: only a path as sent is skipped, never
- * another spelling of it.
+ * before routing (Express hands it decoded to its route parameters). Dot
+ * segments, which Floodgate folds and Express and Fastify route as sent, and
+ * an absolute-form request target ("GET http://host/path HTTP/1.1"), whose
+ * path is read as sent. Letter case, which Express's routing ignores unless
+ * told otherwise. And the skip list, a hole in the limits: only a path as
+ * sent is skipped, never another spelling of it.
  */
 
 import { request as httpRequest } from "node:http";
+import { connect } from "node:net";
+import Fastify from "fastify";
 import { describe, expect, it } from "vitest";
+import { floodgatePlugin } from "floodgate/fastify";
 import { FRAMEWORKS, startExpress, startWebApp, type Framework } from "../support/web-apps.js";
 import { embeddedFloodgate } from "./embedded-floodgate.js";
 
@@ -24,6 +30,19 @@ function rawGet(base: string, path: string): Promise<number> {
     });
     sent.on("error", reject);
     sent.end();
+  });
+}
+
+/** Sends a request line with `target` as written (an absolute-form one, say) on a connection of its own: its status. */
+function rawTarget(base: string, target: string): Promise<number> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(`GET ${target} HTTP/1.1\r\nHost: ${hostname}\r\nConnection: close\r\n\r\n`));
+    let answer = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => (answer += chunk));
+    socket.on("end", () => resolve(Number(answer.split(" ")[1])));
+    socket.on("error", reject);
   });
 }
 
@@ -64,6 +83,25 @@ describe.each(FRAMEWORKS)("%s", (framework: Framework) => {
     }
   });
 
+  it("counts a dot segment a router serves below a rule's path against that rule, written plain or in an absolute-form target", async () => {
+    const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/**" });
+    const app = floodgate.keep(await startWebApp(framework, { client, tenant }));
+    expect(await rawGet(app.url, "/api/orders")).toBe(200);
+    const { host } = new URL(app.url);
+    const paths = ["/api/../admin", "/api/./../admin", "/api/orders/../../admin", `http://${host}/api/../admin`, `http://${host}/api/%2e%2e/admin`];
+    // Express and Fastify serve each below /api, as sent; Hono's URL folds each to /admin, which it serves there.
+    for (const path of paths) expect(await rawTarget(app.url, path), path).toBe(framework === "hono" ? 200 : 429);
+  });
+
+  it("reads an absolute-form target's path as sent for the skip list: one that leaves the skipped path is checked", async () => {
+    const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1 });
+    const app = floodgate.keep(await startWebApp(framework, { client, tenant, skip: ["/healthz"] }));
+    expect(await rawGet(app.url, "/api/orders")).toBe(200);
+    const target = `http://${new URL(app.url).host}/api/orders/../../healthz`;
+    // Routed as sent by Express and Fastify, to the routes below /api: checked, over the limit. Hono's URL folds it to /healthz, served and skipped there.
+    for (let i = 0; i < 2; i++) expect(await rawTarget(app.url, target)).toBe(framework === "hono" ? 200 : 429);
+  });
+
   it("checks a skip-listed path spelt another way (a skip is a hole: only the path as sent is skipped)", async () => {
     const { client, tenant } = await floodgate.limited({ limit: 1000 });
     const app = floodgate.keep(await startWebApp(framework, { client, tenant, skip: ["/healthz"] }));
@@ -72,5 +110,28 @@ describe.each(FRAMEWORKS)("%s", (framework: Framework) => {
     // Express routes none of these to /healthz: skipping them would let them past every rule.
     for (const path of ["/%68ealthz", "/healthz/..", "/healthz/x", "/healthz%2Fx", "/HEALTHZ"]) await rawGet(app.url, path);
     expect(client.stats().decisions.network).toBe(5);
+  });
+});
+
+describe("letter case", () => {
+  it("express: counts a path in other letters' case, which its routing serves alike by default, against the rule", async () => {
+    const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/orders" });
+    const app = floodgate.keep(await startWebApp("express", { client, tenant }));
+    expect(await rawGet(app.url, "/api/orders")).toBe(200);
+    for (const path of ["/API/orders", "/Api/Orders", "/api/ORDERS"]) expect(await rawGet(app.url, path), path).toBe(429);
+  });
+
+  it("fastify: counts them alike when its router is told to ignore case, and apart when it is not (its default)", async () => {
+    for (const caseSensitive of [false, true]) {
+      const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/orders" });
+      const app = Fastify({ routerOptions: { caseSensitive } });
+      await app.register(floodgatePlugin, { client, tenant });
+      app.get("/api/orders", async () => ({ served: true }));
+      const url = await app.listen({ port: 0, host: "127.0.0.1" });
+      floodgate.keep({ close: () => app.close() });
+      expect(await rawGet(url, "/api/orders")).toBe(200);
+      // Case-sensitive, Fastify serves no /API/Orders: checked outside the rule, then its 404.
+      expect(await rawGet(url, "/API/Orders"), `caseSensitive ${caseSensitive}`).toBe(caseSensitive ? 404 : 429);
+    }
   });
 });

@@ -3,7 +3,9 @@
  * turn into a failed check ("no header can make a check fail", gate.ts):
  * an X-Forwarded-For hop that only looks like an address, a method Floodgate
  * does not know (Node, Express, Fastify and Hono all serve PURGE, PROPFIND...).
- * And X-Forwarded-For in a fetch runtime that does not tell the peer's address.
+ * A token longer than Floodgate takes, which must still tell its caller
+ * apart. And X-Forwarded-For in a fetch runtime that does not tell the peer's
+ * address.
  */
 
 import { describe, expect, it } from "vitest";
@@ -31,6 +33,17 @@ describe.each(FRAMEWORKS)("%s", (framework: Framework) => {
     // Checked and let through: served by Express's and Hono's all(); Fastify's all() routes no PURGE (its 404, after the check).
     expect(await purge()).toBe(framework === "fastify" ? 404 : 200);
     expect(await purge()).toBe(429);
+    expect(client.stats().callerErrors).toBe(0);
+  });
+
+  it("tells apart callers whose bearer tokens are longer than Floodgate takes and begin alike (JSON web tokens of one issuer)", async () => {
+    const { client, tenant } = await floodgate.limited({ scope: ["API_KEY"], limit: 1 });
+    const app = floodgate.keep(await startWebApp(framework, { client, tenant }));
+    const sameStart = `eyJhbGciOiJSUzI1NiJ9.${"e".repeat(400)}`;
+    const as = (caller: string) => fetch(`${app.url}/x`, { headers: { authorization: `Bearer ${sameStart}.${caller}` } }).then((r) => r.status);
+    expect(await as("alice")).toBe(200);
+    expect(await as("bob")).toBe(200);
+    expect(await as("alice")).toBe(429);
     expect(client.stats().callerErrors).toBe(0);
   });
 });

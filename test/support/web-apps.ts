@@ -2,7 +2,8 @@
  * Real Express 5, Fastify 5 and Hono 4 apps on ephemeral ports, each limited
  * by Floodgate through its middleware (floodgate/express, floodgate/fastify,
  * floodgate/fetch), as a backend would use them. Every app answers every path
- * with 200 {"served": <path>}, and /healthz with 200 "ok".
+ * with 200 {"served": <path>}, and /healthz with 200 "ok", and keeps the
+ * paths its routes ran for.
  */
 
 import type { AddressInfo } from "node:net";
@@ -20,6 +21,8 @@ export type Framework = (typeof FRAMEWORKS)[number];
 
 export interface WebApp {
   url: string;
+  /** The paths its catch-all route ran for, in order. */
+  served: string[];
   close(): Promise<void>;
 }
 
@@ -49,12 +52,17 @@ export async function startExpress(options: LimitOptions, mount = ""): Promise<W
   if (mount === "") app.use(expressFloodgate(options));
   else app.use(mount, expressFloodgate(options));
   app.get(`${mount}/healthz`, (_req, res) => void res.send("ok"));
-  app.all("/{*path}", (req, res) => void res.json({ served: req.path }));
+  const served: string[] = [];
+  app.all("/{*path}", (req, res) => {
+    served.push(req.path);
+    res.json({ served: req.path });
+  });
   const server = await new Promise<ReturnType<typeof app.listen>>((resolve) => {
     const listening = app.listen(0, "127.0.0.1", () => resolve(listening));
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    served,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
@@ -63,9 +71,14 @@ async function startFastify(options: LimitOptions): Promise<WebApp> {
   const app = Fastify();
   await app.register(floodgatePlugin, options);
   app.get("/healthz", async () => "ok");
-  app.all("/*", async (request) => ({ served: request.url.split("?")[0] }));
+  const served: string[] = [];
+  app.all("/*", async (request) => {
+    const path = request.url.split("?")[0]!;
+    served.push(path);
+    return { served: path };
+  });
   const address = await app.listen({ port: 0, host: "127.0.0.1" });
-  return { url: address, close: () => app.close() };
+  return { url: address, served, close: () => app.close() };
 }
 
 async function startHono(options: LimitOptions): Promise<WebApp> {
@@ -78,12 +91,17 @@ async function startHono(options: LimitOptions): Promise<WebApp> {
     c.res = limit.withHeaders(c.req.raw, c.res);
   });
   app.get("/healthz", (c) => c.text("ok"));
-  app.all("*", (c) => c.json({ served: c.req.path }));
+  const served: string[] = [];
+  app.all("*", (c) => {
+    served.push(c.req.path);
+    return c.json({ served: c.req.path });
+  });
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const listening = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(listening));
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    served,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
