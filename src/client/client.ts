@@ -133,7 +133,7 @@ export interface ClientStats {
 export class FloodgateError extends Error {
   constructor(
     message: string,
-    /** Floodgate's extensions.code (BAD_USER_INPUT, FORBIDDEN, UNAUTHENTICATED...), or UNAVAILABLE, CLIENT_CLOSED. */
+    /** Floodgate's extensions.code (BAD_USER_INPUT, FORBIDDEN, UNAUTHENTICATED...), or the client's own: BAD_USER_INPUT for a value of the wrong type, UNAVAILABLE, CLIENT_CLOSED, CLIENT_INTERNAL_ERROR (a fault of the client itself). */
     readonly code: string,
     /** For BAD_USER_INPUT: the field at fault, as the check names it ("request.ip"). */
     readonly field: string | null = null,
@@ -214,6 +214,8 @@ export class FloodgateClient {
   private closing: Promise<void> | null = null;
   /** checkMany calls so far: each one's checks are a group (PendingCheck.group). */
   private groups = 0;
+  /** checkMany calls not yet decided, for close() to wait for. */
+  private readonly manyInProgress = new Set<Promise<void>>();
   private readonly counts = {
     network: 0,
     refusalCache: 0,
@@ -233,6 +235,11 @@ export class FloodgateClient {
     this.failureMode = failureModeOf(options.failureMode);
     this.maxSize = wholeNumber("batch.maxSize", options.batch?.maxSize, 100, 1, MAX_BATCH);
     this.maxWaitMs = wholeNumber("batch.maxWaitMs", options.batch?.maxWaitMs, 0, 0, 60_000);
+    // The wait comes out of the checks' deadline: a batch that waited it out would never be sent, every check
+    // decided by the failure mode (with OPEN, no limit at all) while Floodgate was up.
+    if (this.maxWaitMs >= this.timeoutMs) {
+      throw new TypeError(`FloodgateClient: options.batch.maxWaitMs must be less than timeoutMs (${this.timeoutMs}): a batch waits out of its checks' deadline (got ${this.maxWaitMs})`);
+    }
     this.parallel = wholeNumber("batch.parallel", options.batch?.parallel, 2, 1, 64);
     const connections = wholeNumber("connections", options.connections, 8, 1, 1024);
     const instances = wholeNumber("instances", options.instances, 1, 1, 1_000_000);
@@ -260,9 +267,11 @@ export class FloodgateClient {
   /** Decides one check. Resolves with a decision even when Floodgate is down; throws FloodgateError only for the caller's own faults. */
   check(request: CheckLimitsInput): Promise<FloodgateDecision> {
     if (this.closed) return Promise.reject(new FloodgateError("the client is closed", "CLIENT_CLOSED"));
-    const remembered = this.remembered(request);
+    const input = this.typed(request);
+    if (input instanceof FloodgateError) return Promise.reject(input);
+    const remembered = this.remembered(input);
     if (remembered !== null) return Promise.resolve(remembered);
-    return new Promise((resolve, reject) => this.enqueue({ request: inputOf(request), resolve, reject }));
+    return new Promise((resolve, reject) => this.enqueue({ request: input, resolve, reject }, monotonicMs() + this.timeoutMs));
   }
 
   /**
@@ -273,8 +282,18 @@ export class FloodgateClient {
    * batch.maxSize of a tenant's go in requests sent one after another. They
    * share requests with any other checks of the moment.
    */
-  async checkMany(requests: readonly CheckLimitsInput[]): Promise<FloodgateDecision[]> {
-    if (this.closed) throw new FloodgateError("the client is closed", "CLIENT_CLOSED");
+  checkMany(requests: readonly CheckLimitsInput[]): Promise<FloodgateDecision[]> {
+    if (this.closed) return Promise.reject(new FloodgateError("the client is closed", "CLIENT_CLOSED"));
+    // Made before close(): close() waits for all of it, its later parts sent as its first was.
+    const deciding = this.decideMany(requests, monotonicMs() + this.timeoutMs);
+    const settled = deciding.then(ignore, ignore);
+    this.manyInProgress.add(settled);
+    void settled.finally(() => this.manyInProgress.delete(settled));
+    return deciding;
+  }
+
+  /** checkMany's work: every part under the one deadline the call was given (`deadlineAtMs`), however many parts it takes. */
+  private async decideMany(requests: readonly CheckLimitsInput[], deadlineAtMs: number): Promise<FloodgateDecision[]> {
     const group = `many:${++this.groups}`;
     const byTenant = new Map<string, number[]>();
     requests.forEach(({ tenantId }, i) => {
@@ -287,7 +306,7 @@ export class FloodgateClient {
       [...byTenant.values()].map(async (indexes) => {
         for (let at = 0; at < indexes.length; at += this.maxSize) {
           const part = indexes.slice(at, at + this.maxSize);
-          const decided = await Promise.all(this.enqueueTogether(part.map((i) => requests[i]!), group));
+          const decided = await Promise.all(this.enqueueTogether(part.map((i) => requests[i]!), group, deadlineAtMs));
           part.forEach((i, j) => (decisions[i] = decided[j]!));
         }
       }),
@@ -357,6 +376,7 @@ export class FloodgateClient {
   private async closeNow(): Promise<void> {
     this.closed = true;
     for (const batch of [...this.open.values()]) void this.flush(batch);
+    await Promise.all([...this.manyInProgress]);
     await Promise.all([...this.inFlight]);
     await this.feed?.close();
     await this.transport.close();
@@ -369,31 +389,48 @@ export class FloodgateClient {
    * answered at once: a refusal counts nothing, so it cannot change what
    * the others are decided.
    */
-  private enqueueTogether(requests: readonly CheckLimitsInput[], group: string): Promise<FloodgateDecision>[] {
-    if (this.closed) return requests.map(() => Promise.reject(new FloodgateError("the client is closed", "CLIENT_CLOSED")));
+  private enqueueTogether(requests: readonly CheckLimitsInput[], group: string, deadlineAtMs: number): Promise<FloodgateDecision>[] {
     const decided: Promise<FloodgateDecision>[] = [];
     const checks: PendingCheck[] = [];
     for (const request of requests) {
-      const remembered = this.remembered(request);
-      if (remembered !== null) decided.push(Promise.resolve(remembered));
-      else decided.push(new Promise((resolve, reject) => checks.push({ request: inputOf(request), resolve, reject, group })));
+      const input = this.typed(request);
+      const remembered = input instanceof FloodgateError ? null : this.remembered(input);
+      if (input instanceof FloodgateError) decided.push(Promise.reject(input));
+      else if (remembered !== null) decided.push(Promise.resolve(remembered));
+      else decided.push(new Promise((resolve, reject) => checks.push({ request: input, resolve, reject, group })));
     }
     const open = checks.length === 0 ? undefined : this.open.get(checks[0]!.request.tenantId);
     if (open !== undefined && open.checks.length + checks.length > this.maxSize) void this.flush(open);
-    for (const check of checks) this.enqueue(check);
+    for (const check of checks) this.enqueue(check, deadlineAtMs);
     return decided;
   }
 
-  private enqueue(check: PendingCheck): void {
+  /** The request as sent, or the FloodgateError (BAD_USER_INPUT, counted) for a value of the wrong type: see inputOf. */
+  private typed(request: CheckLimitsInput): CheckLimitsInput | FloodgateError {
+    const input = inputOf(request);
+    if (input instanceof FloodgateError) this.counts.callerErrors++;
+    return input;
+  }
+
+  /**
+   * Puts a check in its tenant's open batch, or opens one. A batch is due at
+   * its first check's deadline; a check due earlier (a later part of a
+   * checkMany, whose deadline is its call's) sends the open batch first
+   * and opens its own, so that no check waits past its deadline.
+   */
+  private enqueue(check: PendingCheck, deadlineAtMs: number): void {
     const { tenantId } = check.request;
     let batch = this.open.get(tenantId);
+    if (batch !== undefined && deadlineAtMs < batch.deadlineAtMs) {
+      void this.flush(batch);
+      batch = undefined;
+    }
     if (batch === undefined) {
-      batch = { tenantId, checks: [], deadlineAtMs: monotonicMs() + this.timeoutMs, timer: null };
+      batch = { tenantId, checks: [], deadlineAtMs, timer: null };
       this.open.set(tenantId, batch);
       if (this.maxWaitMs > 0) {
         const waiting = batch;
-        // Never past the first check's deadline: a maxWaitMs longer than timeoutMs held its checks until the wait ended, long after they were due.
-        batch.timer = setTimeout(() => void this.flush(waiting), Math.min(this.maxWaitMs, this.timeoutMs));
+        batch.timer = setTimeout(() => void this.flush(waiting), Math.min(this.maxWaitMs, Math.max(0, deadlineAtMs - monotonicMs())));
       } else if (!this.turnScheduled) {
         this.turnScheduled = true;
         afterThisTurn(() => {
@@ -426,7 +463,11 @@ export class FloodgateClient {
     batch.timer = null;
     const freeSlots = Math.max(1, this.parallel - this.inFlight.size);
     const sent = splitByCaller(batch.checks, Math.min(freeSlots, Math.floor(batch.checks.length / MIN_PART))).map((part) => {
-      const sending = this.send(part, batch.deadlineAtMs);
+      // Nothing a batch meets may leave its checks unsettled or its rejection unhandled (the flushes are not awaited).
+      const sending = this.send(part, batch.deadlineAtMs).catch((error: unknown) => {
+        const failed = new FloodgateError(`the client could not decide the check: ${error instanceof Error ? error.message : String(error)}`, "CLIENT_INTERNAL_ERROR");
+        for (const check of part) check.reject(failed);
+      });
       this.inFlight.add(sending);
       return sending.finally(() => this.inFlight.delete(sending));
     });
@@ -437,13 +478,8 @@ export class FloodgateClient {
     if (checks.length === 0) return;
     // Due already (its batch waited out the deadline): sent now, Floodgate could count checks the caller is told were decided without it.
     if (monotonicMs() >= deadlineAtMs) return this.byFailureMode(checks, "timeouts");
-    let requests: string;
-    try {
-      requests = JSON.stringify(checks.map((c) => c.request));
-    } catch {
-      // A JavaScript caller's value JSON cannot write (a BigInt cost): thrown here, it left every check of the batch unsettled and the rejection unhandled.
-      return this.withoutUnwritable(checks, deadlineAtMs);
-    }
+    // Every value of the types inputOf let through: JSON writes it.
+    const requests = JSON.stringify(checks.map((c) => c.request));
     this.counts.batches++;
     this.counts.batchedChecks += checks.length;
     const mark = this.cache?.mark() ?? -1;
@@ -500,21 +536,6 @@ export class FloodgateClient {
     if ("outage" in answer) return answer.outage;
     this.rules.learn(checks[0]!.request.tenantId, answer.body.data?.checkLimitsBatch ?? []);
     return null;
-  }
-
-  /** The batch's body could not be written (nothing was sent): the checks that cannot be written fail as bad input, the others are sent. */
-  private async withoutUnwritable(checks: PendingCheck[], deadlineAtMs: number): Promise<void> {
-    const writable = checks.filter((check) => {
-      try {
-        JSON.stringify(check.request);
-        return true;
-      } catch (error) {
-        this.counts.callerErrors++;
-        check.reject(new FloodgateError(`request cannot be sent: ${error instanceof Error ? error.message : String(error)}`, "BAD_USER_INPUT", "request"));
-        return false;
-      }
-    });
-    await this.send(writable, deadlineAtMs);
   }
 
   /**
@@ -643,7 +664,26 @@ function splitByCaller(checks: PendingCheck[], parts: number): PendingCheck[][] 
 }
 
 /** The check as Floodgate's input type has it: only its fields, so a caller's extra properties cannot fail the batch. */
-function inputOf(r: CheckLimitsInput): CheckLimitsInput {
+/**
+ * The check as sent: its fields of CheckLimitsInput, each of the type the
+ * schema gives it, or the BAD_USER_INPUT naming the first that is not. A
+ * JavaScript caller's `userId: 42` or `cost: 1.5` fails here, alone: sent,
+ * GraphQL refused the whole batch without naming the check, and LOCAL's
+ * limiter, which reads the fields as the types say, threw.
+ */
+function inputOf(r: CheckLimitsInput): CheckLimitsInput | FloodgateError {
+  if (typeof r !== "object" || r === null) return new FloodgateError("request must be a CheckLimitsInput object", "BAD_USER_INPUT", "request");
+  if (typeof r.tenantId !== "string") return wrongType("tenantId", "a string", r.tenantId);
+  for (const field of ["userId", "ip", "apiKey", "userAgent", "cookie", "resource", "method"] as const) {
+    if (r[field] !== undefined && r[field] !== null && typeof r[field] !== "string") return wrongType(field, "a string", r[field]);
+  }
+  if (r.cost !== undefined && r.cost !== null && !(Number.isInteger(r.cost) && Math.abs(r.cost) <= INT_MAX)) return wrongType("cost", "an integer", r.cost);
+  if (r.dryRun !== undefined && r.dryRun !== null && typeof r.dryRun !== "boolean") return wrongType("dryRun", "a boolean", r.dryRun);
+  if (r.attributes !== undefined && r.attributes !== null) {
+    if (!Array.isArray(r.attributes)) return wrongType("attributes", "a list of { key, value }", r.attributes);
+    const at = r.attributes.findIndex((a: unknown) => typeof a !== "object" || a === null || typeof (a as { key?: unknown }).key !== "string" || typeof (a as { value?: unknown }).value !== "string");
+    if (at !== -1) return wrongType(`attributes[${at}]`, "{ key, value }, both strings", r.attributes[at]);
+  }
   return {
     tenantId: r.tenantId,
     userId: r.userId,
@@ -658,6 +698,16 @@ function inputOf(r: CheckLimitsInput): CheckLimitsInput {
     attributes: r.attributes?.map(({ key, value }) => ({ key, value })),
   };
 }
+
+/** GraphQL's Int: 32 bits, signed. */
+const INT_MAX = 2_147_483_647;
+
+function wrongType(field: string, type: string, value: unknown): FloodgateError {
+  const got = typeof value === "bigint" ? `${value}n` : typeof value === "string" ? JSON.stringify(value.slice(0, 40)) : String(value);
+  return new FloodgateError(`request.${field} must be ${type} (got ${got})`, "BAD_USER_INPUT", `request.${field}`);
+}
+
+function ignore(): void {}
 
 function errorOf(errors: GraphQLBody<unknown>["errors"]): FloodgateError {
   const first = errors?.[0];

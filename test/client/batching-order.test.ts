@@ -2,9 +2,10 @@
  * What the client's batching must keep whatever it does for speed: checkMany
  * decides as one by one, in order (its checks of a tenant travel together,
  * never split between requests Floodgate could apply the other way round,
- * and more than a batch's worth go one request after another); a check
- * waiting for its batch is decided by its deadline; a check that cannot be
- * written fails alone.
+ * and more than a batch's worth go one request after another, all under the
+ * call's one deadline, and all decided when close() was called after it); a
+ * check of the wrong types fails alone, at once, whether Floodgate is up or
+ * down and whatever the failure mode.
  */
 
 import { randomUUID } from "node:crypto";
@@ -68,34 +69,91 @@ await describeOnEachStorage("FloodgateClient batching order", (suite) => {
     expect([counting.requests(), counting.mostInFlight()]).toEqual([3, 1]);
   });
 
-  it("decides a check by its deadline when batch.maxWaitMs is longer than timeoutMs", async () => {
+  it("decides a checkMany of several requests by failure mode at its one deadline, not a deadline a request", async () => {
+    const silent = await silentServer();
+    try {
+      const client = track(new FloodgateClient({ url: silent.url, token: "t", timeoutMs: 200, cache: false, batch: { maxSize: 10 } }));
+      const started = performance.now();
+      const decisions = await client.checkMany(Array.from({ length: 50 }, (_, i) => ({ tenantId: "acme", userId: `u${i}` })));
+      const tookMs = performance.now() - started;
+      expect(decisions.every((d) => d.degraded)).toBe(true);
+      // Five requests one after another: each with a deadline of its own, the call took five deadlines (1 s).
+      expect(tookMs).toBeLessThan(600);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it("decides a checkMany made before close() whole, its later requests sent as its first was", async () => {
     const tenantId = newTenant();
-    const client = track(new FloodgateClient({ url: suite.t.app.url, token: await apiKey(suite.client, tenantId), timeoutMs: 200, batch: { maxWaitMs: 30_000 }, cache: false }));
-    let settled = false;
-    const pending = client.check({ tenantId, userId: "u1" }).finally(() => (settled = true));
-    // Far past the 200 ms deadline, far short of the 30 s wait: the call must have been decided (never held until the batch's timer).
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    expect(settled).toBe(true);
-    await pending;
+    await perUser(tenantId, 100);
+    const counting = countingFetch();
+    const client = new FloodgateClient({ url: suite.t.app.url, token: await apiKey(suite.client, tenantId), timeoutMs: 5_000, cache: false, fetch: counting.fetch, batch: { maxSize: 4 } });
+    const many = client.checkMany(Array.from({ length: 10 }, (_, i) => ({ tenantId, userId: `u${i}` })));
+    const closed = client.close();
+    const decisions = await many;
+    await closed;
+    expect(decisions.map((d) => [d.allowed, d.source])).toEqual(Array.from({ length: 10 }, () => [true, "COUNTER_STORE"]));
+    expect(counting.requests()).toBe(3);
+    await expect(client.checkMany([{ tenantId, userId: "late" }])).rejects.toMatchObject({ code: "CLIENT_CLOSED" });
   });
 });
 
-describe("FloodgateClient, a check that cannot be written", () => {
-  it("fails alone, and the checks batched with it are still decided", async () => {
+/** Checks a JavaScript caller may make whose values are not of the schema's types, each with the field it names. */
+const WRONG_TYPES: [string, Record<string, unknown>][] = [
+  ["request.userId", { userId: 42 }],
+  ["request.cost", { cost: 1.5 }],
+  ["request.cost", { cost: 1n }],
+  ["request.dryRun", { dryRun: "yes" }],
+  ["request.attributes[0]", { attributes: [{ key: "plan" }] }],
+];
+
+describe("FloodgateClient, a check of the wrong types", () => {
+  it.each(["OPEN", "LOCAL"] as const)("fails alone, naming its field, and the checks beside it are decided (Floodgate down, %s)", async (failureMode) => {
     const down = await silentServer();
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
     try {
-      const client = new FloodgateClient({ url: down.url, token: "t", timeoutMs: 200, cache: false, fetch: globalThis.fetch });
-      // A JavaScript caller's cost as a BigInt: JSON cannot write it, so the batch's body cannot be built.
-      const bad = client.check({ tenantId: "acme", userId: "u1", cost: 1n as unknown as number });
-      const good = client.check({ tenantId: "acme", userId: "u2" });
-      const outcome = await Promise.race([Promise.allSettled([bad, good]), new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), 2_000))]);
-      expect(outcome).not.toBe("hung");
-      const [badOutcome, goodOutcome] = outcome as PromiseSettledResult<FloodgateDecision>[];
-      expect(badOutcome).toMatchObject({ status: "rejected", reason: { code: "BAD_USER_INPUT", field: "request" } });
-      expect(goodOutcome).toMatchObject({ status: "fulfilled", value: { degraded: true } });
+      const client = new FloodgateClient({ url: down.url, token: "t", timeoutMs: 200, cache: false, failureMode, fetch: globalThis.fetch });
+      for (const [field, wrong] of WRONG_TYPES) {
+        const bad = client.check({ tenantId: "acme", userId: "u1", ...wrong } as never);
+        const good = client.check({ tenantId: "acme", userId: "u2" });
+        const [many] = await Promise.allSettled([client.checkMany([{ tenantId: "acme", userId: "u3" }, { tenantId: "acme", ...wrong } as never])]);
+        const outcome = await Promise.race([Promise.allSettled([bad, good]), new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), 2_000))]);
+        expect(outcome, field).not.toBe("hung");
+        const [badOutcome, goodOutcome] = outcome as PromiseSettledResult<FloodgateDecision>[];
+        expect(badOutcome, field).toMatchObject({ status: "rejected", reason: { code: "BAD_USER_INPUT", field } });
+        expect(goodOutcome, field).toMatchObject({ status: "fulfilled", value: { degraded: true } });
+        expect(many, field).toMatchObject({ status: "rejected", reason: { code: "BAD_USER_INPUT", field } });
+      }
       await client.close();
+      // Node ends a process on an unhandled rejection: LOCAL's limiter met a number where it reads a string.
+      expect(unhandled).toEqual([]);
     } finally {
+      process.off("unhandledRejection", onUnhandled);
       await down.close();
     }
+  });
+});
+
+await describeOnEachStorage("FloodgateClient, a check of the wrong types, Floodgate up", (suite) => {
+  it("fails alone without a request of its own, and the checks beside it are decided by Floodgate in one request", async () => {
+    const tenantId = newTenant();
+    await createRule(suite.client, { tenantId, name: "per-user", scope: ["USER"], limit: 10, window: 1, windowUnit: "HOURS" });
+    const counting = countingFetch();
+    const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false, fetch: counting.fetch }));
+    const checks = WRONG_TYPES.map(([, wrong]) => client.check({ tenantId, userId: "u1", ...wrong } as never));
+    const good = Array.from({ length: 4 }, () => client.check({ tenantId, userId: "u2" }));
+    const outcomes = await Promise.allSettled(checks);
+    outcomes.forEach((outcome, i) => expect(outcome).toMatchObject({ status: "rejected", reason: { code: "BAD_USER_INPUT", field: WRONG_TYPES[i]![0] } }));
+    expect((await Promise.all(good)).map((d) => [d.allowed, d.source, d.remaining])).toEqual([
+      [true, "COUNTER_STORE", 9],
+      [true, "COUNTER_STORE", 8],
+      [true, "COUNTER_STORE", 7],
+      [true, "COUNTER_STORE", 6],
+    ]);
+    expect(counting.requests()).toBe(1);
+    expect(client.stats().callerErrors).toBe(WRONG_TYPES.length);
   });
 });

@@ -502,6 +502,9 @@ describe("FloodgateClient options", () => {
     [{ failureMode: "SOMETIMES" }, 'options.failureMode must be OPEN, CLOSED or LOCAL (got "SOMETIMES")'],
     [{ batch: { maxSize: 1001 } }, "options.batch.maxSize must be an integer from 1 to 1000 (got 1001)"],
     [{ batch: { maxWaitMs: -1 } }, "options.batch.maxWaitMs must be an integer from 0 to 60000 (got -1)"],
+    // A batch waiting out its checks' deadline would never be sent: every check decided by the failure mode.
+    [{ batch: { maxWaitMs: 100 } }, "options.batch.maxWaitMs must be less than timeoutMs (100): a batch waits out of its checks' deadline (got 100)"],
+    [{ timeoutMs: 200, batch: { maxWaitMs: 30_000 } }, "options.batch.maxWaitMs must be less than timeoutMs (200)"],
     [{ batch: { parallel: 0 } }, "options.batch.parallel must be an integer from 1 to 64 (got 0)"],
     [{ cache: { maxEntries: 0 } }, "options.cache.maxEntries must be an integer from 1 to 10000000 (got 0)"],
   ])("refuses %j, naming the option", (bad, message) => {
