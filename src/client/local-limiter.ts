@@ -8,6 +8,13 @@
  * bucket keys, the algorithms and their all-or-nothing combination), on
  * counters in this process that start empty when the outage does.
  *
+ * Overrides: a decision names the override that set each bucket's limit,
+ * and LOCAL applies it to that bucket (until the override's expiresAt) as
+ * long as its decisions last said so. A bucket it never saw decided under an
+ * override gets the rule's own limit: the overrides of a rule may be many
+ * (a hundred thousand customers' plans), and only those of the buckets this
+ * process checks matter to it.
+ *
  * What it cannot know: rules it never saw apply (a request no known rule
  * applies to is allowed), and other processes' traffic. With `instances`
  * processes sharing Floodgate's limits, each takes limit ÷ instances, as the
@@ -26,12 +33,14 @@ import { isNearLimit } from "../domain/decision.js";
 import { compileGlob, type CompiledGlob } from "../domain/glob.js";
 import { rank, type Rankable, type Ranking } from "../domain/most-restrictive.js";
 import { LruCache } from "../domain/lru-cache.js";
+import { effectiveSpec } from "../domain/override.js";
 import { httpMethod, parseCheckRequest, type CheckRequest } from "../domain/request.js";
 import { ALL_TENANTS, ruleCountsMethod, type HttpMethod } from "../domain/rule.js";
 import { retryAfterHeaders, retryAfterSeconds, ruleLessDecision, type FloodgateDecision } from "./decision.js";
 import type { CheckLimitsInput, ClientRuleFragment } from "./generated/operations.js";
 
 type Result = FloodgateDecision["results"][number];
+type ClientOverride = NonNullable<Result["override"]>;
 
 interface KnownRule {
   rule: ClientRuleFragment;
@@ -53,6 +62,14 @@ interface Ranked extends Rankable {
   result: Result;
 }
 
+/** A bucket that applies to a check: its rule, key, and the override its decisions last named (null: none). */
+interface Applying {
+  known: KnownRule;
+  key: string;
+  id: string;
+  override: ClientOverride | null;
+}
+
 export interface LocalLimiterOptions {
   /** How many processes share each rule's limit while Floodgate is unreachable. */
   instances: number;
@@ -63,9 +80,12 @@ export interface LocalLimiterOptions {
 export class LocalLimiter {
   private readonly rules = new Map<string, KnownRule>();
   private readonly counters: LruCache<string, Counter>;
+  /** The override each bucket's last decision named, by bucket id. */
+  private readonly overrides: LruCache<string, ClientOverride>;
 
   constructor(private readonly options: LocalLimiterOptions) {
     this.counters = new LruCache({ maxEntries: options.maxBuckets });
+    this.overrides = new LruCache({ maxEntries: options.maxBuckets });
   }
 
   /**
@@ -77,9 +97,12 @@ export class LocalLimiter {
    * may not have read them), so only such a decision forgets.
    */
   learn(input: CheckLimitsInput, decision: FloodgateDecision): void {
-    for (const { rule } of decision.results) {
+    for (const { rule, key, override } of decision.results) {
       const known = this.rules.get(rule.id);
       if (known === undefined || known.rule.version < rule.version) this.rules.set(rule.id, this.compile(rule));
+      const id = bucketId(rule.id, key);
+      if (override !== null) this.overrides.set(id, override);
+      else this.overrides.delete(id);
     }
     if (decision.degraded || decision.reason !== null) return;
     const applied = new Set(decision.results.map(({ rule }) => rule.id));
@@ -96,21 +119,21 @@ export class LocalLimiter {
   /** Decides one check; throws the domain's ValidationError for a check Floodgate would refuse as bad input. */
   decide(input: CheckLimitsInput, nowMs: number): FloodgateDecision {
     const request = parseCheckRequest(input);
-    const applying = this.applying(request);
+    const applying = this.applying(request, nowMs);
     if (applying.length === 0) return ruleLessDecision(true, nowMs);
-    const ids = applying.map(({ known, key }) => bucketId(known.rule.id, key));
-    const evaluations = applying.map(({ known }, i) => evaluate(this.stateOf(ids[i]!, nowMs), nowMs, known.params, request.cost));
+    const params = applying.map((bucket) => this.paramsOf(bucket));
+    const evaluations = applying.map(({ id }, i) => evaluate(this.stateOf(id, nowMs), nowMs, params[i]!, request.cost));
     const decided = combine(
       evaluations,
-      applying.map(({ known }) => known.params.action),
+      params.map(({ action }) => action),
       request.dryRun,
     );
     decided.consumes.forEach((consumes, i) => {
       if (!consumes) return;
       const state = evaluations[i]!.next;
-      this.counters.set(ids[i]!, { state, expiresAt: stateExpiresAt(state, nowMs, applying[i]!.known.params) });
+      this.counters.set(applying[i]!.id, { state, expiresAt: stateExpiresAt(state, nowMs, params[i]!) });
     });
-    const results = applying.map(({ known, key }, i) => ranking(known, key, decided.outcomes[i]!));
+    const results = applying.map((bucket, i) => ranking(bucket, params[i]!, decided.outcomes[i]!));
     return this.decision(rank(results), decided.allowed, nowMs);
   }
 
@@ -137,8 +160,9 @@ export class LocalLimiter {
     };
   }
 
-  private applying(request: CheckRequest): { known: KnownRule; key: string }[] {
-    const applying: { known: KnownRule; key: string }[] = [];
+  /** The buckets of the rules that apply to the request, each with the override its last decision named, unless that has ended. */
+  private applying(request: CheckRequest, nowMs = Date.now()): Applying[] {
+    const applying: Applying[] = [];
     for (const known of this.rules.values()) {
       const { rule, method, glob, when } = known;
       if (!rule.enabled || (rule.tenantId !== request.tenantId && rule.tenantId !== ALL_TENANTS)) continue;
@@ -148,9 +172,23 @@ export class LocalLimiter {
       if (when !== null && !when(request.attributes)) continue;
       if (glob !== null && (request.resource === null || !glob.matches(request.resource))) continue;
       const key = known.keyOf(request);
-      if (key !== null) applying.push({ known, key });
+      if (key === null) continue;
+      const id = bucketId(rule.id, key);
+      const override = this.overrides.get(id) ?? null;
+      const ended = override?.expiresAt != null && Date.parse(override.expiresAt) <= nowMs;
+      applying.push({ known, key, id, override: ended ? null : override });
     }
     return applying;
+  }
+
+  /** A bucket's params: its override's where it has one, this process's share of them. */
+  private paramsOf({ known, override }: Applying): LimitParams {
+    return override === null ? known.params : this.share(limitParamsOf(effectiveSpec(known.rule, override)));
+  }
+
+  private share(whole: LimitParams): LimitParams {
+    const share = (n: number) => Math.max(1, Math.floor(n / this.options.instances));
+    return { ...whole, limit: share(whole.limit), capacity: share(whole.capacity) };
   }
 
   private stateOf(id: string, nowMs: number): CounterState | undefined {
@@ -159,9 +197,6 @@ export class LocalLimiter {
   }
 
   private compile(rule: ClientRuleFragment): KnownRule {
-    const { instances } = this.options;
-    const whole = limitParamsOf(rule);
-    const share = (n: number) => Math.max(1, Math.floor(n / instances));
     const method = httpMethod(rule.method, "rule.method");
     return {
       rule,
@@ -169,12 +204,12 @@ export class LocalLimiter {
       glob: rule.resource === null ? null : compileGlob(rule.resource),
       when: compileConditions(rule.when),
       keyOf: compileBucketKey({ ...rule, method }),
-      params: { ...whole, limit: share(whole.limit), capacity: share(whole.capacity) },
+      params: this.share(limitParamsOf(rule)),
     };
   }
 }
 
-function ranking({ rule, params }: KnownRule, key: string, outcome: BucketOutcome): Ranked {
+function ranking({ known: { rule }, key, override }: Applying, params: LimitParams, outcome: BucketOutcome): Ranked {
   // Whole milliseconds, at least one for a refusal, as Floodgate gives them.
   const retryAfterMs = outcome.retryAfterMs === null ? null : Math.max(1, Math.ceil(outcome.retryAfterMs));
   return {
@@ -182,6 +217,7 @@ function ranking({ rule, params }: KnownRule, key: string, outcome: BucketOutcom
     result: {
       rule,
       key,
+      override,
       allowed: outcome.conforming,
       limit: params.capacity,
       remaining: outcome.remaining,

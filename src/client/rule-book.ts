@@ -55,7 +55,8 @@ export class RuleBook {
     for (const r of wire.z) {
       const resultRule = this.find(r.u);
       if (resultRule === undefined) return null;
-      results.push({ rule: resultRule, key: r.k, allowed: r.a, limit: r.l, remaining: r.r, resetAt: r.t, retryAfter: r.y, retryAfterMs: r.m, delayMs: r.w, consulted: r.q, nearLimit: r.n });
+      const override = r.v === null ? null : { limit: r.v.l, burst: r.v.b, window: r.v.w, windowUnit: r.v.u, expiresAt: r.v.x };
+      results.push({ rule: resultRule, key: r.k, override, allowed: r.a, limit: r.l, remaining: r.r, resetAt: r.t, retryAfter: r.y, retryAfterMs: r.m, delayMs: r.w, consulted: r.q, nearLimit: r.n });
     }
     const { o: reason, e: lease } = wire;
     return {

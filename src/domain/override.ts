@@ -109,7 +109,7 @@ export function validateOverride(input: OverrideInput, rule: Rule, now: Date, pr
 }
 
 /** The rule as it stands for the buckets the override matches. */
-export function effectiveSpec(rule: Rule, override: Pick<OverrideSpec, "limit" | "burst" | "window" | "windowUnit">): Rule {
+export function effectiveSpec<R extends Pick<Rule, "limit" | "burst" | "window" | "windowUnit">>(rule: R, override: Pick<OverrideSpec, "limit" | "burst" | "window" | "windowUnit">): R {
   return {
     ...rule,
     limit: override.limit,

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { describe, expect, it } from "vitest";
 import { FloodgateClient, FloodgateError, type CheckRequest, type FetchFunction, type FloodgateDecision } from "floodgate/client";
-import { BanDocument, CheckLimitsAsTheClientHasItDocument, UnbanDocument, UpdateRuleDocument } from "../generated/graphql.js";
+import { BanDocument, CheckLimitsAsTheClientHasItDocument, SetOverrideDocument, UnbanDocument, UpdateRuleDocument } from "../generated/graphql.js";
 import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
 import { apiKey, closedAfterEachTest, hangingUpServer, patientClient, refusingUrl, silentServer, until, untilCacheLive } from "../support/floodgate-clients.js";
 import { startTcpProxy } from "../harness/tcp-proxy.js";
@@ -454,6 +454,38 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       expect(await client.check(of("free", "c1"))).toMatchObject({ allowed: false, degraded: true });
       expect(await client.check(of("free", "c2"))).toMatchObject({ allowed: true, results: [{ key: "attr.customer:c2" }] });
       expect(await client.check(of("pro", "c1"))).toMatchObject({ allowed: true, rule: null });
+    });
+
+    it("LOCAL gives a bucket the limit of the override its decisions named, until the override ends", async () => {
+      const tenantId = newTenant();
+      const rule = await perUser(tenantId, 2);
+      const endsAtMs = Date.now() + 4_000;
+      for (const [identifier, limit, expiresAt] of [["vip", 5, null], ["abuser", 1, null], ["trial", 5, new Date(endsAtMs).toISOString()]] as const) {
+        await suite.client.data(SetOverrideDocument, { input: { ruleId: rule.id, dimension: "USER", identifier, limit, expiresAt } });
+      }
+      const proxy = await startTcpProxy("127.0.0.1", Number(new URL(suite.t.app.url).port));
+      cleanups.push(() => proxy.stop());
+      const client = track(patientClient(`http://127.0.0.1:${proxy.port}/graphql`, await apiKey(suite.client, tenantId), { failureMode: "LOCAL", cache: false }));
+      const online = [];
+      for (const userId of ["vip", "abuser", "trial", "plain"]) online.push((await client.check({ tenantId, userId })).results[0]?.override?.limit ?? null);
+      expect(online).toEqual([5, 1, 5, null]);
+      await proxy.stop();
+
+      const local = async (userId: string, times: number) => {
+        const decisions: FloodgateDecision[] = [];
+        for (let i = 0; i < times; i++) decisions.push(await client.check({ tenantId, userId }));
+        expect(decisions.every((d) => d.source === "CLIENT_FAILURE_MODE"), userId).toBe(true);
+        return decisions;
+      };
+      const vip = await local("vip", 6);
+      expect(vip.map((d) => d.allowed)).toEqual([true, true, true, true, true, false]);
+      expect(vip[5]!).toMatchObject({ limit: 5, results: [{ override: { limit: 5 } }] });
+      expect((await local("abuser", 2)).map((d) => d.allowed)).toEqual([true, false]);
+      expect((await local("plain", 3)).map((d) => [d.allowed, d.limit])).toEqual([[true, 2], [true, 2], [false, 2]]);
+      // The trial's override has ended: its bucket has the rule's own limit again.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, endsAtMs - Date.now() + 50)));
+      const trial = await local("trial", 3);
+      expect(trial.map((d) => [d.allowed, d.limit, d.results[0]!.override])).toEqual([[true, 2, null], [true, 2, null], [false, 2, null]]);
     });
   });
 

@@ -48,7 +48,7 @@ const refusal: FloodgateDecision = {
   delayMs: null,
   nearLimit: true,
   rule,
-  results: [{ rule, key: "user:u1", allowed: false, limit: 2, remaining: 0, resetAt: new Date(SENT_AT_MS + 30_000).toISOString(), retryAfter: 30, retryAfterMs: 30_000, delayMs: 0, consulted: true, nearLimit: true }],
+  results: [{ rule, key: "user:u1", override: null, allowed: false, limit: 2, remaining: 0, resetAt: new Date(SENT_AT_MS + 30_000).toISOString(), retryAfter: 30, retryAfterMs: 30_000, delayMs: 0, consulted: true, nearLimit: true }],
   headers: [
     { name: "X-RateLimit-Limit", value: "2" },
     { name: "Retry-After", value: "30" },
