@@ -50,8 +50,8 @@ export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressM
   return Object.assign(middleware, { gate });
 }
 
-/** node:http's request as the gate reads it (Express's request is one, and tells its app's routing). */
-export function nodeRequestView(request: IncomingMessage & { originalUrl?: string; app?: { enabled(setting: string): boolean } }, routingIgnoresCase = ignoresCase(request)): RequestView {
+/** node:http's request as the gate reads it (Express's request is one). */
+export function nodeRequestView(request: IncomingMessage & { originalUrl?: string }): RequestView {
   return {
     method: request.method ?? "GET",
     // Express's originalUrl: under app.use("/api", floodgate(...)) its url has lost the mount ("/orders" for "/api/orders").
@@ -61,11 +61,5 @@ export function nodeRequestView(request: IncomingMessage & { originalUrl?: strin
       return Array.isArray(value) ? value.join(", ") : value;
     },
     remoteAddress: request.socket.remoteAddress,
-    routingIgnoresCase,
   };
-}
-
-/** Whether Express routes the request without regard to case: its default, unless the app enables "case sensitive routing". */
-function ignoresCase(request: { app?: { enabled(setting: string): boolean } }): boolean {
-  return typeof request.app?.enabled === "function" && !request.app.enabled("case sensitive routing");
 }

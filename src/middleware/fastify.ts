@@ -29,8 +29,7 @@ export type FloodgatePluginOptions = MiddlewareOptions<FastifyRequest>;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export function floodgatePlugin(fastify: FastifyInstance, options: FloodgatePluginOptions, done: (error?: Error) => void): void {
-  const routingIgnoresCase = ignoresCase(fastify.initialConfig);
-  const gate = createGate<FastifyRequest>(options, (request) => nodeRequestView(request.raw, routingIgnoresCase));
+  const gate = createGate<FastifyRequest>(options, (request) => nodeRequestView(request.raw));
   fastify.decorate("floodgate", gate);
   fastify.addHook("onRequest", async (request, reply) => {
     const verdict = await gate.decide(request);
@@ -58,12 +57,6 @@ function callerLeft(reply: FastifyReply): boolean {
   if (!reply.raw.closed) return false;
   reply.hijack();
   return true;
-}
-
-/** Whether the router matches paths without regard to case: Fastify's caseSensitive option set to false, at the top or among routerOptions. */
-function ignoresCase(config: FastifyInstance["initialConfig"]): boolean {
-  const { caseSensitive, routerOptions } = config as { caseSensitive?: boolean; routerOptions?: { caseSensitive?: boolean } };
-  return caseSensitive === false || routerOptions?.caseSensitive === false;
 }
 
 // What fastify-plugin sets: register on the instance it is given, not in a child context, and be named in errors.

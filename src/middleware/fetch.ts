@@ -75,8 +75,6 @@ export function floodgate(options: MiddlewareOptions<Request>): FetchLimiter {
     url: request.url,
     header: (name) => request.headers.get(name) ?? undefined,
     remoteAddress: peers.get(request),
-    // Hono, Next.js and the other fetch routers match paths as written.
-    routingIgnoresCase: false,
   }));
   const limit = async (request: Request, connection?: { remoteAddress?: string }): Promise<Response | undefined> => {
     if (connection?.remoteAddress !== undefined) peers.set(request, connection.remoteAddress);

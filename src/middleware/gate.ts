@@ -19,12 +19,12 @@
  *              others (PURGE, PROPFIND...), which rules for any method still count
  *   resource   the path without its query string, as the app's router
  *              matches it: percent-escapes decoded as the routers decode
- *              them, dot segments kept, lower-cased where routing ignores
- *              case (Express's default) (see resourceOf)
+ *              them, dot segments kept (see resourceOf); lower-cased with
+ *              lowerCasePath
  *   tenantId   a constant or a function of the request
  * Values from the request are made to fit what Floodgate accepts (no
- * control characters, addresses it parses, methods it knows, a path cut at
- * its length, a longer token, cookie or user agent stood for by its digest:
+ * control characters, addresses it parses, methods it knows, a path or user
+ * agent cut at its length, a longer token or cookie stood for by its digest:
  * see fitted), so no request can make a check fail.
  *
  * The verdict: headers to set on the response either way; on denial a 429
@@ -54,8 +54,6 @@ export interface RequestView {
   header(name: string): string | undefined;
   /** The peer's address, where the runtime tells it. */
   remoteAddress: string | undefined;
-  /** Whether the app's router matches paths without regard to case (Express's default): the check's path is then lower-cased. */
-  routingIgnoresCase: boolean;
 }
 
 type Extractor<Req, T> = (request: Req) => T | null | undefined;
@@ -71,6 +69,16 @@ export interface GateOptions<Req> {
   apiKeyHeader?: string;
   /** Cookie whose value joins the CLIENT fingerprint (e.g. "session"); default none. */
   cookieName?: string;
+  /**
+   * Send the path lower-cased (default false): for an app whose router
+   * ignores letter case (Express's default, and each express.Router's;
+   * Fastify with caseSensitive false), whose rules' resource globs are then
+   * written in lower case. Floodgate compares paths case by case, so there,
+   * without it, "/API/Orders" runs the /api/orders route outside a rule on
+   * "/api/orders". Not the default: it would stop a rule on "/api/getUser"
+   * from ever matching.
+   */
+  lowerCasePath?: boolean;
   /** Overrides of how each part of the check is read from the request. */
   extract?: {
     ip?: Extractor<Req, string>;
@@ -141,7 +149,7 @@ const SKIP = Object.freeze({ kind: "skip" }) as Verdict;
 export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request: Req) => RequestView): Gate<Req> {
   const owned = options.client === undefined;
   const client = options.client ?? new FloodgateClient(clientOptions(options));
-  const { tenant, extract = {}, apiKeyHeader, cookieName } = options;
+  const { tenant, extract = {}, apiKeyHeader, cookieName, lowerCasePath = false } = options;
   const hops = trustedHops(options.trustProxy);
   const skipped = skipTest(options.skip, view);
   const problemType = options.problemType ?? "about:blank";
@@ -155,10 +163,11 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
       ip: extract.ip?.(request) ?? clientIp(v, hops),
       userId: extract.userId?.(request),
       apiKey: extract.apiKey?.(request) ?? (await fitted(apiKeyHeader ? v.header(apiKeyHeader.toLowerCase()) : bearerToken(authorization), MAX.identifier)),
-      userAgent: extract.userAgent?.(request) ?? (await fitted(v.header("user-agent"), MAX.userAgent)),
+      // Cut, not digested: a deny list's user-agent patterns ("*badbot*") read its text.
+      userAgent: extract.userAgent?.(request) ?? clean(v.header("user-agent"), MAX.userAgent),
       cookie: extract.cookie?.(request) ?? (cookieName ? await fitted(cookieValue(v.header("cookie"), cookieName), MAX.cookie) : undefined),
       method: extract.method?.(request) ?? knownMethod(v.method),
-      resource: extract.resource?.(request) ?? clean(v.routingIgnoresCase ? path.toLowerCase() : path, MAX.resource),
+      resource: extract.resource?.(request) ?? clean(lowerCasePath ? path.toLowerCase() : path, MAX.resource),
       cost: extract.cost?.(request),
     };
   };
@@ -373,9 +382,9 @@ function clean(value: string | undefined, max = Number.POSITIVE_INFINITY): strin
 }
 
 /**
- * A value that tells callers apart (a token, a cookie, a user agent), made
- * to fit Floodgate's length for its field: one too long is stood for by the
- * SHA-256 of the whole of it. Cut instead, every value with the same first
+ * A value that only tells callers apart (a token, a cookie), made to fit
+ * Floodgate's length for its field: one too long is stood for by the SHA-256
+ * of the whole of it. Cut instead, every value with the same first
  * characters would share a bucket, as the JSON web tokens of one issuer and
  * audience do for their first few hundred. Floodgate keeps an API key as its
  * digest anyway (service-limits.ts).

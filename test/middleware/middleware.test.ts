@@ -79,6 +79,8 @@ await describeOnEachStorage("middleware", (suite) => {
         expect(denied.headers.get("retry-after")).toBeNull();
         expect(await denied.json()).toEqual({ type: "about:blank", title: "Forbidden", status: 403, detail: "Access denied.", error: { code: "ACCESS_DENIED", message: "Access denied." } });
       }
+      // Padded past the 1,024 characters Floodgate takes: cut, its name still read by the pattern.
+      expect((await fetch(`${app.url}/api/orders`, { headers: { "user-agent": `${asBot.headers["user-agent"]} ${"x".repeat(2_000)}` } })).status).toBe(403);
       expect((await fetch(`${app.url}/api/orders`)).status).toBe(200);
       await suite.client.data(RemoveListEntryDocument, { id: entry.id });
       // Not served from the client's refusal cache: a screened refusal is never remembered there.

@@ -33,6 +33,7 @@ export interface LimitOptions {
   trustProxy?: boolean | number;
   cookieName?: string;
   skip?: string[];
+  lowerCasePath?: boolean;
 }
 
 export async function startWebApp(framework: Framework, options: LimitOptions): Promise<WebApp> {
