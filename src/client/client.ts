@@ -306,7 +306,9 @@ export class FloodgateClient {
       [...byTenant.values()].map(async (indexes) => {
         for (let at = 0; at < indexes.length; at += this.maxSize) {
           const part = indexes.slice(at, at + this.maxSize);
-          const decided = await Promise.all(this.enqueueTogether(part.map((i) => requests[i]!), group, deadlineAtMs));
+          // A later part is due at the call's deadline, earlier than a check made now: it goes at once, so that no
+          // check made meanwhile joins its batch and is sent (or decided by failure mode) on that earlier deadline.
+          const decided = await Promise.all(this.enqueueTogether(part.map((i) => requests[i]!), group, deadlineAtMs, at > 0));
           part.forEach((i, j) => (decisions[i] = decided[j]!));
         }
       }),
@@ -385,11 +387,12 @@ export class FloodgateClient {
   /**
    * Puts checks of one tenant in one batch, in order (the batch open for
    * the tenant sent first when they do not fit beside its checks), marked as
-   * a group that no split divides. Checks its refusal cache answers are
-   * answered at once: a refusal counts nothing, so it cannot change what
-   * the others are decided.
+   * a group that no split divides, due at `deadlineAtMs`; `sendNow`: their
+   * batch is sent at once rather than when the turn ends. Checks its refusal
+   * cache answers are answered at once: a refusal counts nothing, so it
+   * cannot change what the others are decided.
    */
-  private enqueueTogether(requests: readonly CheckLimitsInput[], group: string, deadlineAtMs: number): Promise<FloodgateDecision>[] {
+  private enqueueTogether(requests: readonly CheckLimitsInput[], group: string, deadlineAtMs: number, sendNow: boolean): Promise<FloodgateDecision>[] {
     const decided: Promise<FloodgateDecision>[] = [];
     const checks: PendingCheck[] = [];
     for (const request of requests) {
@@ -402,6 +405,8 @@ export class FloodgateClient {
     const open = checks.length === 0 ? undefined : this.open.get(checks[0]!.request.tenantId);
     if (open !== undefined && open.checks.length + checks.length > this.maxSize) void this.flush(open);
     for (const check of checks) this.enqueue(check, deadlineAtMs);
+    const batch = sendNow && checks.length > 0 ? this.open.get(checks[0]!.request.tenantId) : undefined;
+    if (batch !== undefined) void this.flush(batch);
     return decided;
   }
 

@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { FloodgateClient, type FetchFunction, type FloodgateDecision } from "floodgate/client";
 import { createRule, describeOnEachStorage, newTenant } from "../support/api.js";
-import { apiKey, closedAfterEachTest, patientClient, silentServer } from "../support/floodgate-clients.js";
+import { apiKey, closedAfterEachTest, patientClient, silentServer, until } from "../support/floodgate-clients.js";
 
 const { track } = closedAfterEachTest();
 
@@ -82,6 +82,30 @@ await describeOnEachStorage("FloodgateClient batching order", (suite) => {
     } finally {
       await silent.close();
     }
+  });
+
+  it("sends a check made while a later part of a checkMany is gathered on its own deadline, not the call's earlier one", async () => {
+    const tenantId = newTenant();
+    await perUser(tenantId, 1_000);
+    let requests = 0;
+    let another: Promise<FloodgateDecision> | undefined;
+    let client: FloodgateClient | undefined;
+    const firstStalls: FetchFunction = (input, init) => {
+      if (++requests > 1) return fetch(input, init);
+      // The checkMany's first request: Floodgate slow this once, given up at the deadline; another caller checks right after.
+      return new Promise((_, reject) =>
+        init?.signal?.addEventListener("abort", () => {
+          setTimeout(() => (another = client!.check({ tenantId, userId: "another" })), 0);
+          reject(new Error("aborted"));
+        }),
+      );
+    };
+    client = track(new FloodgateClient({ url: suite.t.app.url, token: await apiKey(suite.client, tenantId), timeoutMs: 300, failureMode: "CLOSED", cache: false, fetch: firstStalls, batch: { maxSize: 2, maxWaitMs: 50 } }));
+    const many = await client.checkMany([0, 1, 2].map((i) => ({ tenantId, userId: `u${i}` })));
+    // The call's deadline passed with its first request: all of it decided by failure mode, its second part never sent.
+    expect(many.map((d) => d.source)).toEqual(["CLIENT_FAILURE_MODE", "CLIENT_FAILURE_MODE", "CLIENT_FAILURE_MODE"]);
+    await until(() => another !== undefined, "the other caller's check");
+    expect(await another!).toMatchObject({ allowed: true, source: "COUNTER_STORE" });
   });
 
   it("decides a checkMany made before close() whole, its later requests sent as its first was", async () => {
