@@ -18,7 +18,8 @@
  * A request admitted by CONCURRENCY rules holds a lease until its response
  * has been sent. withHeaders hands the lease back by itself: the response it
  * returns releases it when its body has been read to the end or cancelled
- * (at once when it has none, or answers a HEAD request). A handler that
+ * (at once when it has none, answers a HEAD request or is a network error,
+ * Response.error(), which it hands back as it is). A handler that
  * does not pass its response through withHeaders calls
  * limit.release(request) when it is done.
  *
@@ -102,6 +103,12 @@ export function floodgate(options: MiddlewareOptions<Request>): FetchLimiter {
     const headers = passed.get(request) ?? [];
     const holdsLease = leased.has(request);
     if (headers.length === 0 && !holdsLease) return response;
+    // A network error (Response.error(), status 0) is no HTTP response: nothing to set headers on, nothing to
+    // copy (a Response of status 0 cannot be made), and no body to wait for.
+    if (response.type === "error") {
+      void release(request);
+      return response;
+    }
     // A HEAD response's body is never sent: Hono drops it unread (new Response(null, the GET route's response)).
     const bodySent = response.body !== null && request.method !== "HEAD";
     if (holdsLease && !bodySent) void release(request);

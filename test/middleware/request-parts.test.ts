@@ -48,6 +48,24 @@ describe.each(FRAMEWORKS)("%s", (framework: Framework) => {
   });
 });
 
+describe("floodgate/fetch", () => {
+  it("hands a network error response back as it is, and frees the request's slot", async () => {
+    const { client, tenant } = await floodgate.limited({ scope: ["TENANT"], algorithm: "CONCURRENCY", limit: 1 });
+    const limit = fetchFloodgate({ client, tenant });
+    const first = new Request("https://app.example/upstream");
+    expect(await limit(first)).toBeUndefined();
+    const failed = Response.error();
+    expect(limit.withHeaders(first, failed)).toBe(failed);
+    // The release follows: the next request finds the one slot free within moments, not at the rule's minute.
+    let admitted = false;
+    for (let attempt = 0; attempt < 50 && !admitted; attempt++) {
+      admitted = (await limit(new Request("https://app.example/upstream"))) === undefined;
+      if (!admitted) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(admitted).toBe(true);
+  });
+});
+
 describe("fetch without the peer's address", () => {
   it("with trustProxy 1 takes the address the proxy saw from X-Forwarded-For", async () => {
     const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1 });
