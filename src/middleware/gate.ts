@@ -163,7 +163,8 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
       ip: extract.ip?.(request) ?? clientIp(v, hops),
       userId: extract.userId?.(request),
       apiKey: extract.apiKey?.(request) ?? (await fitted(apiKeyHeader ? v.header(apiKeyHeader.toLowerCase()) : bearerToken(authorization), MAX.identifier)),
-      // Cut, not digested: a deny list's user-agent patterns ("*badbot*") read its text.
+      // Cut, not digested: a deny list's user-agent patterns ("*badbot*") read its text (its first
+      // 1,024 characters, all Floodgate takes: a name padded past them is not seen).
       userAgent: extract.userAgent?.(request) ?? clean(v.header("user-agent"), MAX.userAgent),
       cookie: extract.cookie?.(request) ?? (cookieName ? await fitted(cookieValue(v.header("cookie"), cookieName), MAX.cookie) : undefined),
       method: extract.method?.(request) ?? knownMethod(v.method),
