@@ -12,8 +12,12 @@
  *   });
  *
  * A request whose caller left while it was checked or held (its signal
- * aborted, as @hono/node-server and the edge runtimes abort it) is answered
- * 499, which nobody reads, so that its route does not run.
+ * aborted) is answered 499, which nobody reads, so that its route does not
+ * run, when it holds a CONCURRENCY slot or waits THROTTLE's delay. On
+ * @hono/node-server, whose Request has no signal until one is read (and
+ * aborts only a signal that exists when the connection closes), a caller
+ * that left during the check itself goes unnoticed: reading every request's
+ * signal would build every Request whole.
  *
  * A request admitted by CONCURRENCY rules holds a lease until its response
  * has been sent. withHeaders hands the lease back by itself: the response it
@@ -79,15 +83,17 @@ export function floodgate(options: MiddlewareOptions<Request>): FetchLimiter {
   }));
   const limit = async (request: Request, connection?: { remoteAddress?: string }): Promise<Response | undefined> => {
     if (connection?.remoteAddress !== undefined) peers.set(request, connection.remoteAddress);
-    // Read before the check: @hono/node-server makes a request's signal only when it is first read, and aborts
-    // only a signal that exists when the connection closes.
-    const { signal } = request;
     const verdict = await gate.decide(request);
     if (verdict.kind === "skip") return undefined;
     if (verdict.kind === "deny") return new Response(verdict.body, { status: verdict.status, headers: verdict.headers.map(({ name, value }) => [name, value]) });
-    if (signal.aborted || (verdict.delayMs > 0 && !(await heldFor(verdict.delayMs, signal)))) {
-      void gate.release(verdict.decision);
-      return callerLeft();
+    // The signal only where a caller's leaving costs something (a slot held, a delay's held-back work): on
+    // @hono/node-server, reading it builds the whole Request, which cut a bare app to 0.27x-0.48x its requests/s.
+    if (verdict.decision.lease || verdict.delayMs > 0) {
+      const { signal } = request;
+      if (signal.aborted || (verdict.delayMs > 0 && !(await heldFor(verdict.delayMs, signal)))) {
+        void gate.release(verdict.decision);
+        return callerLeft();
+      }
     }
     passed.set(request, verdict.headers);
     if (verdict.decision.lease) leased.set(request, verdict.decision);

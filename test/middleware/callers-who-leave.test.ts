@@ -50,13 +50,16 @@ async function servedWithin(app: WebApp, path: string, attempts: number, method 
 const ONE_SLOT: Parameters<typeof floodgate.limited>[0] = { scope: ["IP"], algorithm: "CONCURRENCY", limit: 1, window: 10 };
 
 describe.each(FRAMEWORKS)("%s", (framework: Framework) => {
-  it("hands back the slot of a caller that left while its check was pending, and does not route its request", async () => {
+  it("hands back the slot of a caller that left while its check was pending, and does not route its request where the runtime tells", async () => {
     const { client, tenant } = await floodgate.limited(ONE_SLOT, { fetch: lateFetch(300) });
     const app = floodgate.keep(await startWebApp(framework, { client, tenant }));
     await leaveAfter(app.url, "/upload/left", 50);
     // The check admits it at ~300 ms, its caller long gone. Held, the slot would refuse everyone for the rule's 10 minutes.
     expect(await servedWithin(app, "/upload/next", 50)).toBeLessThan(50);
-    expect(app.served).toEqual(["/upload/next"]);
+    // @hono/node-server makes a request's signal only when it is read, and floodgate/fetch reads it after the check
+    // (before, for every request, it cost a bare app most of its throughput: fetch.ts): a caller gone during the
+    // check is routed there, its slot handed back all the same.
+    expect(app.served).toEqual(framework === "hono" ? ["/upload/left", "/upload/next"] : ["/upload/next"]);
   });
 
   it("does not route a request THROTTLE held whose caller left during the delay", async () => {
