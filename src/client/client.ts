@@ -397,9 +397,12 @@ export class FloodgateClient {
     const checks: PendingCheck[] = [];
     for (const request of requests) {
       const input = this.typed(request);
-      const remembered = input instanceof FloodgateError ? null : this.remembered(input);
-      if (input instanceof FloodgateError) decided.push(Promise.reject(input));
-      else if (remembered !== null) decided.push(Promise.resolve(remembered));
+      if (input instanceof FloodgateError) {
+        decided.push(Promise.reject(input));
+        continue;
+      }
+      const remembered = this.remembered(input);
+      if (remembered !== null) decided.push(Promise.resolve(remembered));
       else decided.push(new Promise((resolve, reject) => checks.push({ request: input, resolve, reject, group })));
     }
     const open = checks.length === 0 ? undefined : this.open.get(checks[0]!.request.tenantId);
@@ -668,10 +671,10 @@ function splitByCaller(checks: PendingCheck[], parts: number): PendingCheck[][] 
   return split.filter((part) => part.length > 0);
 }
 
-/** The check as Floodgate's input type has it: only its fields, so a caller's extra properties cannot fail the batch. */
 /**
- * The check as sent: its fields of CheckLimitsInput, each of the type the
- * schema gives it, or the BAD_USER_INPUT naming the first that is not. A
+ * The check as sent: only its fields of CheckLimitsInput (a caller's extra
+ * properties cannot fail the batch), each of the type the schema gives it,
+ * or the BAD_USER_INPUT naming the first that is not. A
  * JavaScript caller's `userId: 42` or `cost: 1.5` fails here, alone: sent,
  * GraphQL refused the whole batch without naming the check, and LOCAL's
  * limiter, which reads the fields as the types say, threw.
