@@ -90,6 +90,7 @@ describe("ResilientCounterStore on a Redis that dies", () => {
   const check = async (buckets: BucketRef[], cost = 1): Promise<CounterReply> => (await store.decide([{ buckets, cost, dryRun: false }]))[0]!;
 
   it("decides through Redis while it is up, not degraded", async () => {
+    store = await patientStore();
     const reply = await check([bucket("up", "CLOSED")]);
     expect(reply.degraded).toBeUndefined();
     expect(reply.allowed).toBe(true);
@@ -184,10 +185,12 @@ describe("ResilientCounterStore on a Redis that dies", () => {
   });
 
   it("returns to Redis by itself when it comes back, through a half-open trial", async () => {
+    store = await patientStore();
     await redis.kill();
     for (let i = 0; i < 3; i++) await check([bucket("back", "CLOSED")]);
     await redis.restart();
     await waitUntilReady(client);
+    for (const patient of patients) await waitUntilReady(patient);
     clock.advance(1000);
     const reply = await check([bucket("back", "CLOSED")]);
     expect(reply.degraded).toBeUndefined();
