@@ -271,15 +271,40 @@ async function clusterReady(ports: readonly number[], replicas: number, access: 
 }
 
 /** `count` free loopback ports; with an offset, each port + offset is free as well (the cluster bus). */
+/**
+ * `count` ports free now; with an offset, their port + offset is free too.
+ *
+ * A cluster's ports are drawn below the OS's ephemeral range, bus port
+ * included: the kernel hands ephemeral ports to every outgoing connection and
+ * every `freePort()` of tests running alongside, so a bus port probed free
+ * there could be taken before redis-server binds it.
+ */
 async function sparePorts(count: number, offset: number): Promise<number[]> {
   const ports: number[] = [];
+  const band = offset > 0 ? ephemeralLowest() - offset - LOWEST_UNPRIVILEGED : 0;
   while (ports.length < count) {
-    const port = await freePort();
-    if (ports.includes(port) || port + offset > 65_535) continue;
-    if (offset > 0 && (await freePort(port + offset).catch(() => null)) === null) continue;
+    // A machine whose ephemeral range leaves no room below it gets the OS's pick.
+    const port = band > 1_000 ? await probed(LOWEST_UNPRIVILEGED + Math.floor(Math.random() * band)) : await freePort();
+    if (port === null || ports.includes(port)) continue;
+    if (offset > 0 && (await probed(port + offset)) === null) continue;
     ports.push(port);
   }
   return ports;
+}
+
+const LOWEST_UNPRIVILEGED = 1024;
+
+/** The first port of the range the OS picks ephemeral ports from (Linux's default where it cannot be read). */
+function ephemeralLowest(): number {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+  } catch {
+    return 32_768;
+  }
+}
+
+function probed(port: number): Promise<number | null> {
+  return freePort(port).catch(() => null);
 }
 
 async function redisCli(args: string[], { password, tls }: NodeAccess): Promise<void> {
