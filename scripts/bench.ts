@@ -524,7 +524,7 @@ async function expectDecision(server: ServerProcess, body: string, allowed: bool
 }
 
 function requestOf(c: Caller): CheckRequest {
-  return { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false, attributes: NO_ATTRIBUTES };
+  return { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false, attributes: NO_ATTRIBUTES, ignorePathCase: false };
 }
 
 function header(): string {

@@ -70,7 +70,7 @@ interface Measured {
 /** The buckets of the bench's check by its first caller: the bench tenant's three rules. */
 function benchBuckets(): BucketRef[] {
   const c = caller(0);
-  const request: CheckRequest = { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false, attributes: NO_ATTRIBUTES };
+  const request: CheckRequest = { tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, cost: 1, dryRun: false, attributes: NO_ATTRIBUTES, ignorePathCase: false };
   return new RuleIndex(ruleSet(10).map(compileRule))
     .match(request)
     .map((rule) => ({ ruleId: rule.rule.id, key: rule.keyOf(request)!, params: rule.params }));

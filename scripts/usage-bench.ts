@@ -26,7 +26,7 @@ const ROUNDS = Number(process.env.USAGE_BENCH_ROUNDS ?? 7);
 const CHECKS = Number(process.env.USAGE_BENCH_CHECKS ?? 200_000);
 const ADMIN: Principal = { keyId: "bench", tenantId: "*", role: "ADMIN" };
 
-const requests: CheckRequest[] = CALLERS.map((c) => ({ tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, attributes: NO_ATTRIBUTES, cost: 1, dryRun: false }));
+const requests: CheckRequest[] = CALLERS.map((c) => ({ tenantId: TENANT, userId: c.userId, ip: c.ip, apiKey: null, userAgent: null, cookie: null, resource: c.resource, method: c.method, attributes: NO_ATTRIBUTES, cost: 1, dryRun: false, ignorePathCase: false }));
 
 function limiter(usage: UsageRecorder | undefined): Limiter {
   const book = new RuleBook();

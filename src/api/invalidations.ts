@@ -54,7 +54,7 @@ export function listenForInvalidations(events: EventBus, { tenantId, mayReceive 
 }
 
 function visibleTo(tenantId: string): (ruleTenant: string, key: string | null) => boolean {
-  const prefix = tenantPrefixOf({ tenantId, userId: null, ip: null, apiKey: null, userAgent: null, cookie: null, resource: null, method: null, cost: 1, dryRun: false, attributes: NO_ATTRIBUTES })!;
+  const prefix = tenantPrefixOf({ tenantId, userId: null, ip: null, apiKey: null, userAgent: null, cookie: null, resource: null, method: null, cost: 1, dryRun: false, attributes: NO_ATTRIBUTES, ignorePathCase: false })!;
   return (ruleTenant, key) => {
     if (ruleTenant === tenantId) return true;
     if (ruleTenant !== ALL_TENANTS) return false;

@@ -686,7 +686,9 @@ function inputOf(r: CheckLimitsInput): CheckLimitsInput | FloodgateError {
     if (r[field] !== undefined && r[field] !== null && typeof r[field] !== "string") return wrongType(field, "a string", r[field]);
   }
   if (r.cost !== undefined && r.cost !== null && !(Number.isInteger(r.cost) && Math.abs(r.cost) <= INT_MAX)) return wrongType("cost", "an integer", r.cost);
-  if (r.dryRun !== undefined && r.dryRun !== null && typeof r.dryRun !== "boolean") return wrongType("dryRun", "a boolean", r.dryRun);
+  for (const field of ["dryRun", "ignorePathCase"] as const) {
+    if (r[field] !== undefined && r[field] !== null && typeof r[field] !== "boolean") return wrongType(field, "a boolean", r[field]);
+  }
   if (r.attributes !== undefined && r.attributes !== null) {
     if (!Array.isArray(r.attributes)) return wrongType("attributes", "a list of { key, value }", r.attributes);
     const at = r.attributes.findIndex((a: unknown) => typeof a !== "object" || a === null || typeof (a as { key?: unknown }).key !== "string" || typeof (a as { value?: unknown }).value !== "string");
@@ -704,6 +706,7 @@ function inputOf(r: CheckLimitsInput): CheckLimitsInput | FloodgateError {
     cost: r.cost,
     dryRun: r.dryRun,
     attributes: r.attributes?.map(({ key, value }) => ({ key, value })),
+    ignorePathCase: r.ignorePathCase,
   };
 }
 

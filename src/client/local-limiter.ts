@@ -30,7 +30,7 @@ import { combine, evaluate, limitParamsOf, stateExpiresAt, type BucketOutcome, t
 import { compileConditions, type AttributeTest } from "../domain/attributes.js";
 import { bucketId, compileBucketKey, type BucketKeyOf } from "../domain/bucket-key.js";
 import { isNearLimit } from "../domain/decision.js";
-import { compileGlob, type CompiledGlob } from "../domain/glob.js";
+import { compileGlob, foldedGlobOf, type CompiledGlob } from "../domain/glob.js";
 import { rank, type Rankable, type Ranking } from "../domain/most-restrictive.js";
 import { LruCache } from "../domain/lru-cache.js";
 import { effectiveSpec } from "../domain/override.js";
@@ -47,6 +47,8 @@ interface KnownRule {
   /** The rule's method, as the domain types it (null: any). */
   method: HttpMethod | null;
   glob: CompiledGlob | null;
+  /** As compared with the path of a check that ignores letter case. */
+  foldedGlob: CompiledGlob | null;
   when: AttributeTest | null;
   keyOf: BucketKeyOf;
   /** This process's share of the rule. */
@@ -164,7 +166,8 @@ export class LocalLimiter {
   private applying(request: CheckRequest, nowMs = Date.now()): Applying[] {
     const applying: Applying[] = [];
     for (const known of this.rules.values()) {
-      const { rule, method, glob, when } = known;
+      const { rule, method, when } = known;
+      const glob = request.ignorePathCase ? known.foldedGlob : known.glob;
       if (!rule.enabled || (rule.tenantId !== request.tenantId && rule.tenantId !== ALL_TENANTS)) continue;
       // A lease granted here could never be released through Floodgate: during an outage CONCURRENCY rules do not limit.
       if (rule.algorithm === "CONCURRENCY") continue;
@@ -198,10 +201,12 @@ export class LocalLimiter {
 
   private compile(rule: ClientRuleFragment): KnownRule {
     const method = httpMethod(rule.method, "rule.method");
+    const glob = rule.resource === null ? null : compileGlob(rule.resource);
     return {
       rule,
       method,
-      glob: rule.resource === null ? null : compileGlob(rule.resource),
+      glob,
+      foldedGlob: glob === null ? null : foldedGlobOf(glob),
       when: compileConditions(rule.when),
       keyOf: compileBucketKey({ ...rule, method }),
       params: this.share(limitParamsOf(rule)),

@@ -33,7 +33,7 @@
 
 import { LruCache } from "../domain/lru-cache.js";
 import { ALL_TENANTS } from "../domain/rule.js";
-import { withoutQueryOrFragment } from "../domain/glob.js";
+import { foldPathCase, withoutQueryOrFragment } from "../domain/glob.js";
 import { retryAfterSeconds, type FloodgateDecision, type HttpHeader } from "./decision.js";
 import type { CheckLimitsInput } from "./generated/operations.js";
 
@@ -142,13 +142,20 @@ export class RefusalCache {
  * Built by concatenation: a caller over its limit pays for this key on every check.
  */
 function keyOf(r: CheckLimitsInput): string {
-  const fields = `${r.tenantId}\u0000${r.userId ?? ""}\u0000${r.ip ?? ""}\u0000${r.apiKey ?? ""}\u0000${r.userAgent ?? ""}\u0000${r.cookie ?? ""}\u0000${r.resource === undefined || r.resource === null ? "" : withoutQueryOrFragment(r.resource)}\u0000${r.method?.toUpperCase() ?? ""}`;
+  const fields = `${r.tenantId}\u0000${r.userId ?? ""}\u0000${r.ip ?? ""}\u0000${r.apiKey ?? ""}\u0000${r.userAgent ?? ""}\u0000${r.cookie ?? ""}\u0000${resourceOf(r)}\u0000${r.method?.toUpperCase() ?? ""}`;
   const attributes = r.attributes;
   if (attributes === undefined || attributes === null || attributes.length === 0) return fields;
   return `${fields}\u0000${attributes
     .map(({ key, value }) => `${key}=${value}`)
     .sort()
     .join("\u0000")}`;
+}
+
+/** The path as Floodgate compares it; one that ignores letter case folded, and marked, since rules match it otherwise. */
+function resourceOf(r: CheckLimitsInput): string {
+  if (r.resource === undefined || r.resource === null) return "";
+  const path = withoutQueryOrFragment(r.resource);
+  return r.ignorePathCase === true ? `\u0001${foldPathCase(path)}` : path;
 }
 
 /**

@@ -297,6 +297,22 @@ export function withoutQueryOrFragment(resource: string): string {
   return end === -1 ? resource : resource.slice(0, end);
 }
 
+/**
+ * A path or glob as compared for an app whose router ignores letter case
+ * (Express's default): lower case, one character for one, so a glob keeps its
+ * length and its bounds (Unicode's one lower-casing that lengthens a string,
+ * "\u0130" to "i\u0307", gives "i").
+ */
+export function foldPathCase(text: string): string {
+  return text.replaceAll("\u0130", "i").toLowerCase();
+}
+
+/** `glob` as compared with a folded path (foldPathCase): itself when folding changes nothing. */
+export function foldedGlobOf(glob: CompiledGlob): CompiledGlob {
+  const folded = foldPathCase(glob.source);
+  return folded === glob.source ? glob : compileGlob(folded);
+}
+
 /** The segments of a normalised path: "/" has none, "/api/v1" has ["api", "v1"]. */
 export function pathSegments(path: string): string[] {
   return path === "/" ? [] : path.split("/").slice(1);

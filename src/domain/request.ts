@@ -8,7 +8,7 @@
 import { isIP } from "node:net";
 import { parseAttributes, type AttributeInput, type Attributes } from "./attributes.js";
 import { ValidationError } from "./errors.js";
-import { withoutQueryOrFragment } from "./glob.js";
+import { foldPathCase, withoutQueryOrFragment } from "./glob.js";
 import { ALL_TENANTS, HTTP_METHODS, type HttpMethod } from "./rule.js";
 import { LENGTHS, MAX_COST } from "./service-limits.js";
 
@@ -24,6 +24,7 @@ export interface CheckRequestInput {
   cost?: number | null;
   dryRun?: boolean | null;
   attributes?: readonly AttributeInput[] | null;
+  ignorePathCase?: boolean | null;
 }
 
 export interface CheckRequest {
@@ -34,19 +35,27 @@ export interface CheckRequest {
   userAgent: string | null;
   /** The caller's cookie (a session cookie's value, say): part of the CLIENT fingerprint only, never shown. */
   cookie: string | null;
-  /** The path only, normalised (see normalizePath): query string and fragment removed. */
+  /** The path only, normalised (see normalizePath): query string and fragment removed; lower-cased when ignorePathCase. */
   resource: string | null;
   method: HttpMethod | null;
   cost: number;
   dryRun: boolean;
   /** The caller's business attributes ("plan" -> "free"), each key once; empty when it names none. */
   attributes: Attributes;
+  /**
+   * The app routes paths without regard to letter case (Express's default), so
+   * "/API/Orders" is the route "/api/orders": rules' globs are then compared
+   * with the path without regard to case too (foldPathCase on both), and the
+   * path is kept folded, so that an ENDPOINT bucket counts every spelling once.
+   */
+  ignorePathCase: boolean;
 }
 
 export function parseCheckRequest(input: CheckRequestInput, field = "request"): CheckRequest {
   const tenantId = identifier(input.tenantId, `${field}.tenantId`, LENGTHS.tenantId);
   if (tenantId === null) throw new ValidationError(`${field}.tenantId`, "must not be empty");
   if (tenantId === ALL_TENANTS) throw new ValidationError(`${field}.tenantId`, `cannot be "${ALL_TENANTS}": a request comes from one tenant`);
+  const ignorePathCase = input.ignorePathCase ?? false;
   return {
     tenantId,
     userId: identifier(input.userId, `${field}.userId`, LENGTHS.identifier),
@@ -54,11 +63,12 @@ export function parseCheckRequest(input: CheckRequestInput, field = "request"): 
     apiKey: identifier(input.apiKey, `${field}.apiKey`, LENGTHS.identifier),
     userAgent: identifier(input.userAgent, `${field}.userAgent`, LENGTHS.userAgent),
     cookie: identifier(input.cookie, `${field}.cookie`, LENGTHS.cookie),
-    resource: resourcePath(input.resource, `${field}.resource`),
+    resource: resourcePath(input.resource, `${field}.resource`, ignorePathCase),
     method: httpMethod(input.method, `${field}.method`),
     cost: cost(input.cost, `${field}.cost`),
     dryRun: input.dryRun ?? false,
     attributes: parseAttributes(input.attributes, `${field}.attributes`),
+    ignorePathCase,
   };
 }
 
@@ -91,11 +101,12 @@ function canonicalIPv6(address: string): string {
   return host;
 }
 
-function resourcePath(value: string | null | undefined, field: string): string | null {
+function resourcePath(value: string | null | undefined, field: string, ignoreCase: boolean): string | null {
   const raw = identifier(value, field, LENGTHS.resource);
   if (raw === null) return null;
   if (!raw.startsWith("/")) throw new ValidationError(field, `must be a path starting with "/" (got ${JSON.stringify(raw.slice(0, 40))})`);
-  return normalizePath(withoutQueryOrFragment(raw));
+  const path = normalizePath(withoutQueryOrFragment(raw));
+  return ignoreCase ? foldPathCase(path) : path;
 }
 
 

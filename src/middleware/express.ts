@@ -20,8 +20,11 @@ export type ExpressMiddleware = ((request: IncomingMessage, response: ServerResp
   readonly gate: Gate<IncomingMessage>;
 };
 
+/** Every express.Router, and the app's own routes, unless told otherwise: see GateOptions.ignorePathCase. */
+const ROUTERS_IGNORE_CASE = true;
+
 export function floodgate(options: MiddlewareOptions<IncomingMessage>): ExpressMiddleware {
-  const gate = createGate<IncomingMessage>(options, nodeRequestView);
+  const gate = createGate<IncomingMessage>(options, nodeRequestView, ROUTERS_IGNORE_CASE);
   const middleware = (request: IncomingMessage, response: ServerResponse, next: (error?: unknown) => void) => {
     gate.decide(request).then((verdict) => {
       // Answered while the check was pending (a request-timeout middleware in front, say), or its caller gone:

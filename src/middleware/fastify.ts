@@ -29,7 +29,7 @@ export type FloodgatePluginOptions = MiddlewareOptions<FastifyRequest>;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export function floodgatePlugin(fastify: FastifyInstance, options: FloodgatePluginOptions, done: (error?: Error) => void): void {
-  const gate = createGate<FastifyRequest>(options, (request) => nodeRequestView(request.raw));
+  const gate = createGate<FastifyRequest>(options, (request) => nodeRequestView(request.raw), routerIgnoresCase(fastify));
   fastify.decorate("floodgate", gate);
   fastify.addHook("onRequest", async (request, reply) => {
     const verdict = await gate.decide(request);
@@ -45,6 +45,16 @@ export function floodgatePlugin(fastify: FastifyInstance, options: FloodgatePlug
   });
   fastify.addHook("onClose", () => gate.close());
   done();
+}
+
+/**
+ * Whether Fastify's router ignores letter case: caseSensitive off in its
+ * routerOptions, or in its options (the older place, which the router reads
+ * when routerOptions does not say).
+ */
+function routerIgnoresCase(fastify: FastifyInstance): boolean {
+  const config = fastify.initialConfig as { routerOptions?: { caseSensitive?: boolean }; caseSensitive?: boolean };
+  return (config.routerOptions?.caseSensitive ?? config.caseSensitive) === false;
 }
 
 /**

@@ -19,8 +19,8 @@
  *              others (PURGE, PROPFIND...), which rules for any method still count
  *   resource   the path without its query string, as the app's router
  *              matches it: percent-escapes decoded as the routers decode
- *              them, dot segments kept (see resourceOf); lower-cased with
- *              lowerCasePath
+ *              them, dot segments kept (see resourceOf); with ignorePathCase
+ *              when the router ignores letter case
  *   tenantId   a constant or a function of the request
  * Values from the request are made to fit what Floodgate accepts (no
  * control characters, addresses it parses, methods it knows, a path or user
@@ -70,15 +70,18 @@ export interface GateOptions<Req> {
   /** Cookie whose value joins the CLIENT fingerprint (e.g. "session"); default none. */
   cookieName?: string;
   /**
-   * Send the path lower-cased (default false): for an app whose router
-   * ignores letter case (Express's default, and each express.Router's;
-   * Fastify with caseSensitive false), whose rules' resource globs are then
-   * written in lower case. Floodgate compares paths case by case, so there,
-   * without it, "/API/Orders" runs the /api/orders route outside a rule on
-   * "/api/orders". Not the default: it would stop a rule on "/api/getUser"
-   * from ever matching.
+   * Whether the app's router ignores letter case, routing "/API/Orders" to
+   * "/api/orders": Floodgate then compares the path with rules' globs without
+   * regard to case, and an ENDPOINT bucket counts every spelling as one
+   * (CheckLimitsInput.ignorePathCase). Default: what the adapter's router
+   * does. floodgate/express: true, as every express.Router ignores case
+   * unless made caseSensitive itself (the app's "case sensitive routing"
+   * reaches only the app's own routes); in a case-sensitive app a path that
+   * differs only in case is then counted under its lower-cased twin's rules,
+   * an extra count, never a request let through. floodgate/fastify: false
+   * unless its router's caseSensitive is off. floodgate/fetch: false.
    */
-  lowerCasePath?: boolean;
+  ignorePathCase?: boolean;
   /** Overrides of how each part of the check is read from the request. */
   extract?: {
     ip?: Extractor<Req, string>;
@@ -146,10 +149,11 @@ const MAX_IP = 64;
 const METHODS: ReadonlySet<string> = new Set(HTTP_METHODS);
 const SKIP = Object.freeze({ kind: "skip" }) as Verdict;
 
-export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request: Req) => RequestView): Gate<Req> {
+/** `routerIgnoresCase`: whether the adapter's router ignores letter case, the default of options.ignorePathCase. */
+export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request: Req) => RequestView, routerIgnoresCase = false): Gate<Req> {
   const owned = options.client === undefined;
   const client = options.client ?? new FloodgateClient(clientOptions(options));
-  const { tenant, extract = {}, apiKeyHeader, cookieName, lowerCasePath = false } = options;
+  const { tenant, extract = {}, apiKeyHeader, cookieName, ignorePathCase = routerIgnoresCase } = options;
   const hops = trustedHops(options.trustProxy);
   const skipped = skipTest(options.skip, view);
   const problemType = options.problemType ?? "about:blank";
@@ -168,8 +172,9 @@ export function createGate<Req>(options: MiddlewareOptions<Req>, view: (request:
       userAgent: extract.userAgent?.(request) ?? clean(v.header("user-agent"), MAX.userAgent),
       cookie: extract.cookie?.(request) ?? (cookieName ? await fitted(cookieValue(v.header("cookie"), cookieName), MAX.cookie) : undefined),
       method: extract.method?.(request) ?? knownMethod(v.method),
-      resource: extract.resource?.(request) ?? clean(lowerCasePath ? path.toLowerCase() : path, MAX.resource),
+      resource: extract.resource?.(request) ?? clean(path, MAX.resource),
       cost: extract.cost?.(request),
+      ignorePathCase,
     };
   };
 

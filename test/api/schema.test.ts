@@ -58,6 +58,8 @@ describe("schema.graphql", () => {
     // Issue 16: a rule's automatic ban; without it, refusals ban nobody, as before.
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field autoBan on input type CreateRuleInput was added.",
     "OPTIONAL_INPUT_FIELD_ADDED: An optional field autoBan on input type UpdateRuleInput was added.",
+    // Issue 13: a check from an app whose router ignores letter case; without it, paths compare case by case as before.
+    "OPTIONAL_INPUT_FIELD_ADDED: An optional field ignorePathCase on input type CheckLimitsInput was added.",
   ];
 
   it("makes no dangerous change to the contract (argument defaults, enum values, optional arguments) beyond the chosen extensions", () => {

@@ -129,6 +129,7 @@ const WRONG_TYPES: [string, Record<string, unknown>][] = [
   ["request.cost", { cost: 1.5 }],
   ["request.cost", { cost: 1n }],
   ["request.dryRun", { dryRun: "yes" }],
+  ["request.ignorePathCase", { ignorePathCase: 1 }],
   ["request.attributes[0]", { attributes: [{ key: "plan" }] }],
 ];
 

@@ -440,6 +440,24 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       expect(await client.check({ tenantId, userId: "u2", resource: "/other" })).toMatchObject({ allowed: true, rule: null, degraded: true });
       await expect(client.check({ tenantId, ip: "nope" })).rejects.toMatchObject({ code: "BAD_USER_INPUT", field: "request.ip" });
     });
+    it("LOCAL compares a path that ignores letter case as Floodgate does: every spelling under the rule, in one ENDPOINT bucket", async () => {
+      const tenantId = newTenant();
+      const rule = await perUser(tenantId, 1, { scope: ["ENDPOINT"], resource: "/api/Orders/**" });
+      const proxy = await startTcpProxy("127.0.0.1", Number(new URL(suite.t.app.url).port));
+      cleanups.push(() => proxy.stop());
+      const client = track(patientClient(`http://127.0.0.1:${proxy.port}/graphql`, await apiKey(suite.client, tenantId), { failureMode: "LOCAL", cache: false }));
+      const online = await client.check({ tenantId, resource: "/API/ORDERS/0", ignorePathCase: true });
+      expect(online).toMatchObject({ allowed: true, degraded: false, rule: { id: rule.id } });
+      expect(online.results[0]?.key).toContain("/api/orders/0");
+      await proxy.stop();
+
+      expect(await client.check({ tenantId, resource: "/API/orders/1", ignorePathCase: true })).toMatchObject({ allowed: true, degraded: true, rule: { id: rule.id } });
+      expect(await client.check({ tenantId, resource: "/api/ORDERS/1", ignorePathCase: true })).toMatchObject({ allowed: false, degraded: true, rule: { id: rule.id } });
+      // Spelt case by case, only "/api/Orders/..." is under the rule.
+      expect(await client.check({ tenantId, resource: "/api/orders/1" })).toMatchObject({ allowed: true, degraded: true, rule: null });
+      expect(await client.check({ tenantId, resource: "/api/Orders/1" })).toMatchObject({ allowed: true, degraded: true, rule: { id: rule.id } });
+    });
+
     it("LOCAL applies a rule's conditions and attribute keys as Floodgate does", async () => {
       const tenantId = newTenant();
       const rule = await perUser(tenantId, 1, { scope: [], attributeKeys: ["customer"], when: [{ key: "plan", values: ["free"] }] });

@@ -141,6 +141,17 @@ describe("RefusalCache", () => {
     for (const request of other) expect(cache.refusal(request, at), JSON.stringify(request)).toBeNull();
   });
 
+  it("takes every spelling of a path as one check when the check ignores letter case, and none as the check that does not", () => {
+    const ignoring = { ...check, resource: "/API/Orders", ignorePathCase: true };
+    const cache = cacheHolding(ignoring);
+    const at = SENT_AT_MS + 1_000;
+    for (const resource of ["/API/Orders", "/api/orders", "/Api/ORDERS?x=1"]) expect(cache.refusal({ ...ignoring, resource }, at), resource).not.toBeNull();
+    // Floodgate matches rules against these by their spelling: the refusal of the folded path says nothing of them.
+    for (const request of [{ ...ignoring, ignorePathCase: false }, { ...ignoring, ignorePathCase: null }, { ...ignoring, resource: "/api/orders", ignorePathCase: undefined }]) {
+      expect(cache.refusal(request, at), JSON.stringify(request)).toBeNull();
+    }
+  });
+
   it("forgets a tenant's refusals when its allow list gains an entry, and every tenant's for \"*\"'s", () => {
     const other = { ...check, tenantId: "globex" };
     const cache = cacheHolding();

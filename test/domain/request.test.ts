@@ -183,6 +183,18 @@ describe("parseCheckRequest resource", () => {
   });
 });
 
+describe("parseCheckRequest ignorePathCase", () => {
+  it("keeps the path as spelt by default", () => {
+    expect(parseCheckRequest({ ...base, resource: "/API/getUser" })).toMatchObject({ resource: "/API/getUser", ignorePathCase: false });
+  });
+
+  it("folds the normalised path to lower case, one character for one, when the app ignores case", () => {
+    expect(parseCheckRequest({ ...base, resource: "/API//v1/./GetUser/?Q=A", ignorePathCase: true })).toMatchObject({ resource: "/api/v1/getuser", ignorePathCase: true });
+    // "\u0130" lower-cases to two characters elsewhere: here it is "i", so a folded path or glob keeps its length.
+    expect(parseCheckRequest({ ...base, resource: "/\u0130D/%2E%2E", ignorePathCase: true }).resource).toBe("/id/%2e%2e");
+  });
+});
+
 describe("parseCheckRequest method", () => {
   it.each(["get", "Get", "GET", "gEt"])("normalises %s to GET", (method) => {
     expect(parseCheckRequest({ ...base, method }).method).toBe("GET");

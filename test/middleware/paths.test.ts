@@ -5,8 +5,8 @@
  * before routing (Express hands it decoded to its route parameters). Dot
  * segments, which Floodgate folds and Express and Fastify route as sent, and
  * an absolute-form request target ("GET http://host/path HTTP/1.1"), whose
- * path is read as sent. Letter case, which Express's routing ignores unless
- * told otherwise (lowerCasePath). And the skip list, a hole in the limits: only a path as
+ * path is read as sent. Letter case, which Express's routers ignore unless
+ * told otherwise, and Fastify's when told (ignorePathCase). And the skip list, a hole in the limits: only a path as
  * sent is skipped, never another spelling of it.
  */
 
@@ -112,17 +112,50 @@ describe.each(FRAMEWORKS)("%s", (framework: Framework) => {
 });
 
 describe("letter case", () => {
-  it("express: counts a path as spelt, so a rule on a mixed-case path counts its route", async () => {
+  const SPELLINGS = ["/API/orders", "/Api/Orders", "/api/ORDERS"];
+
+  it("express: counts every spelling its routing serves alike under the rule, and in one ENDPOINT bucket", async () => {
+    const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/orders" });
+    const app = floodgate.keep(await startWebApp("express", { client, tenant }));
+    expect(await rawGet(app.url, "/api/orders")).toBe(200);
+    for (const path of SPELLINGS) expect(await rawGet(app.url, path), path).toBe(429);
+
+    const perEndpoint = await floodgate.limited({ scope: ["ENDPOINT"], limit: 1, resource: "/api/**" });
+    const second = floodgate.keep(await startWebApp("express", { client: perEndpoint.client, tenant: perEndpoint.tenant }));
+    expect(await rawGet(second.url, "/api/Orders")).toBe(200);
+    for (const path of SPELLINGS) expect(await rawGet(second.url, path), path).toBe(429);
+    expect(await rawGet(second.url, "/api/users")).toBe(200);
+  });
+
+  it("express: a rule on a mixed-case path counts its route in every spelling", async () => {
     const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/getUser" });
     const app = floodgate.keep(await startWebApp("express", { client, tenant }));
     expect(await rawGet(app.url, "/api/getUser")).toBe(200);
-    expect(await rawGet(app.url, "/api/getUser")).toBe(429);
+    for (const path of ["/api/getUser", "/api/getuser", "/API/GETUSER"]) expect(await rawGet(app.url, path), path).toBe(429);
   });
 
-  it("express with lowerCasePath: counts every spelling its routing serves alike against the rule written in lower case", async () => {
+  it("express with ignorePathCase false: counts a path as spelt (for an app whose every router is case-sensitive)", async () => {
     const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/orders" });
-    const app = floodgate.keep(await startWebApp("express", { client, tenant, lowerCasePath: true }));
+    const app = floodgate.keep(await startWebApp("express", { client, tenant, ignorePathCase: false, caseSensitiveRouting: true }));
+    for (const path of SPELLINGS) expect(await rawGet(app.url, path), path).toBe(200);
     expect(await rawGet(app.url, "/api/orders")).toBe(200);
-    for (const path of ["/API/orders", "/Api/Orders", "/api/ORDERS"]) expect(await rawGet(app.url, path), path).toBe(429);
+    expect(await rawGet(app.url, "/api/orders")).toBe(429);
+  });
+
+  it("fastify: counts a path as spelt, as its router does by default, and every spelling alike when its router ignores case", async () => {
+    const sensitive = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/orders" });
+    const app = floodgate.keep(await startWebApp("fastify", { client: sensitive.client, tenant: sensitive.tenant }));
+    for (const path of SPELLINGS) expect(await rawGet(app.url, path), path).toBe(200);
+
+    const insensitive = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/orders" });
+    const second = floodgate.keep(await startWebApp("fastify", { client: insensitive.client, tenant: insensitive.tenant, caseSensitiveRouting: false }));
+    expect(await rawGet(second.url, "/api/orders")).toBe(200);
+    for (const path of SPELLINGS) expect(await rawGet(second.url, path), path).toBe(429);
+  });
+
+  it("hono: counts a path as spelt, as its router does", async () => {
+    const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/orders" });
+    const app = floodgate.keep(await startWebApp("hono", { client, tenant }));
+    for (const path of SPELLINGS) expect(await rawGet(app.url, path), path).toBe(200);
   });
 });

@@ -96,6 +96,7 @@ export function makeTenantOnlyCheckRequest(fields: Partial<CheckRequest> = {}): 
     cost: 1,
     dryRun: false,
     attributes: NO_ATTRIBUTES,
+    ignorePathCase: false,
     ...fields,
   };
 }

@@ -33,7 +33,9 @@ export interface LimitOptions {
   trustProxy?: boolean | number;
   cookieName?: string;
   skip?: string[];
-  lowerCasePath?: boolean;
+  ignorePathCase?: boolean;
+  /** The app's own router: Express's "case sensitive routing" setting, Fastify's routerOptions.caseSensitive (each framework's default when not given). */
+  caseSensitiveRouting?: boolean;
 }
 
 export async function startWebApp(framework: Framework, options: LimitOptions): Promise<WebApp> {
@@ -50,6 +52,7 @@ export async function startWebApp(framework: Framework, options: LimitOptions): 
 /** An Express app limited by the middleware, mounted at `mount` as Express's guide mounts middleware (app.use(path, middleware)); its health check below it. */
 export async function startExpress(options: LimitOptions, mount = ""): Promise<WebApp> {
   const app = express();
+  if (options.caseSensitiveRouting !== undefined) app.set("case sensitive routing", options.caseSensitiveRouting);
   if (mount === "") app.use(expressFloodgate(options));
   else app.use(mount, expressFloodgate(options));
   app.get(`${mount}/healthz`, (_req, res) => void res.send("ok"));
@@ -69,7 +72,7 @@ export async function startExpress(options: LimitOptions, mount = ""): Promise<W
 }
 
 async function startFastify(options: LimitOptions): Promise<WebApp> {
-  const app = Fastify();
+  const app = Fastify(options.caseSensitiveRouting === undefined ? {} : { routerOptions: { caseSensitive: options.caseSensitiveRouting } });
   await app.register(floodgatePlugin, options);
   app.get("/healthz", async () => "ok");
   const served: string[] = [];

@@ -47,6 +47,14 @@ export class CheckLimitsInput {
     description: "Business attributes (plan, region, route group...): rules may be keyed by them (attributeKeys) and apply only to some of their values (when). At most 16, each key once.",
   })
   attributes?: AttributeInput[] | null;
+
+  @Field(() => Boolean, {
+    nullable: true,
+    defaultValue: false,
+    description:
+      'The app routes paths without regard to letter case (Express\'s default): resource globs match the path without regard to case, and an ENDPOINT bucket counts "/API/Orders" and "/api/orders" as one path, the lower-cased one.',
+  })
+  ignorePathCase?: boolean | null;
 }
 
 @ObjectType("HttpHeader", { simpleResolvers: true })

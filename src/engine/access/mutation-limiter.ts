@@ -46,6 +46,7 @@ export class MutationLimiter {
         cost: changes,
         dryRun: false,
         attributes: NO_ATTRIBUTES,
+        ignorePathCase: false,
       },
     ]);
     if (!decision!.allowed) {

@@ -7,13 +7,15 @@
 import { limitParamsOf, type LimitParams } from "../../domain/algorithms/index.js";
 import { compileConditions, type AttributeTest } from "../../domain/attributes.js";
 import { compileBucketKey, type BucketKeyOf } from "../../domain/bucket-key.js";
-import { compileGlob, type CompiledGlob } from "../../domain/glob.js";
+import { compileGlob, foldedGlobOf, type CompiledGlob } from "../../domain/glob.js";
 import { keyedTargets, type OverrideTarget } from "../../domain/override.js";
 import { usesBurst, windowSecondsOf, type Rule } from "../../domain/rule.js";
 
 export interface CompiledRule {
   readonly rule: Rule;
   readonly glob: CompiledGlob | null;
+  /** The glob as compared with the path of a request that ignores letter case (see CheckRequest.ignorePathCase): `glob` itself when it has no upper case. */
+  readonly foldedGlob: CompiledGlob | null;
   /** The rule's `when`; null when it has none and applies whatever the attributes. */
   readonly when: AttributeTest | null;
   readonly keyOf: BucketKeyOf;
@@ -31,9 +33,11 @@ export function compileRule(rule: Rule): CompiledRule {
   const windowSeconds = windowSecondsOf(rule.window, rule.windowUnit);
   const policyName = structuredFieldString(rule.name);
   const params = limitParamsOf(rule);
+  const glob = rule.resource === null ? null : compileGlob(rule.resource);
   return {
     rule,
-    glob: rule.resource === null ? null : compileGlob(rule.resource),
+    glob,
+    foldedGlob: glob === null ? null : foldedGlobOf(glob),
     when: compileConditions(rule.when),
     keyOf: compileBucketKey(rule),
     targets: keyedTargets(rule),

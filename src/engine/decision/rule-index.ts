@@ -7,10 +7,13 @@
  * HEAD, GET's too: see methodsCounting), so
  * 10,000 rules in other tenants, under other prefixes or for other methods
  * cost nothing. A rule it meets applies when its glob and its conditions on
- * the request's attributes (`when`) both hold.
+ * the request's attributes (`when`) both hold. A request that ignores letter
+ * case (CheckRequest.ignorePathCase: its path arrives folded) walks a second
+ * trie, of the folded globs, built when the first such request comes; the
+ * same trie when no glob has upper case.
  */
 
-import { pathSegments, type MatchMeter } from "../../domain/glob.js";
+import { pathSegments, type CompiledGlob, type MatchMeter } from "../../domain/glob.js";
 import type { CheckRequest } from "../../domain/request.js";
 import { ALL_TENANTS, methodsCounting, type HttpMethod } from "../../domain/rule.js";
 import type { CompiledRule } from "./compiled-rule.js";
@@ -43,19 +46,13 @@ class PrefixNode {
 }
 
 export class RuleIndex {
-  private readonly tenants = new Map<string, PrefixNode>();
+  private readonly rules: readonly CompiledRule[];
+  private readonly tenants: Map<string, PrefixNode>;
+  private folded: Map<string, PrefixNode> | null = null;
 
   constructor(rules: Iterable<CompiledRule>) {
-    for (const compiled of rules) {
-      if (!compiled.rule.enabled) continue;
-      let node = this.tenants.get(compiled.rule.tenantId);
-      if (!node) {
-        node = new PrefixNode();
-        this.tenants.set(compiled.rule.tenantId, node);
-      }
-      for (const segment of compiled.glob?.literalPrefix ?? []) node = node.child(segment);
-      node.add(compiled);
-    }
+    this.rules = [...rules].filter((compiled) => compiled.rule.enabled);
+    this.tenants = trie(this.rules, (compiled) => compiled.glob);
   }
 
   /**
@@ -67,29 +64,53 @@ export class RuleIndex {
   match(request: CheckRequest, meter?: MatchMeter): CompiledRule[] {
     const matched: CompiledRule[] = [];
     const segments = request.resource === null ? null : pathSegments(request.resource);
+    const folded = request.ignorePathCase;
+    const tenants = folded ? this.foldedTries() : this.tenants;
     for (const tenant of [request.tenantId, ALL_TENANTS]) {
-      let node = this.tenants.get(tenant);
+      let node = tenants.get(tenant);
       let depth = 0;
       while (node) {
-        collectMatching(node.rules, request, segments, matched, meter);
-        if (request.method !== null) for (const method of methodsCounting(request.method)) collectMatching(node.byMethod.get(method), request, segments, matched, meter);
+        collectMatching(node.rules, request, segments, folded, matched, meter);
+        if (request.method !== null) for (const method of methodsCounting(request.method)) collectMatching(node.byMethod.get(method), request, segments, folded, matched, meter);
         node = segments !== null && depth < segments.length ? node.children.get(segments[depth++]!) : undefined;
       }
     }
     return matched;
   }
+
+  private foldedTries(): Map<string, PrefixNode> {
+    this.folded ??= this.rules.every((compiled) => compiled.foldedGlob === compiled.glob) ? this.tenants : trie(this.rules, (compiled) => compiled.foldedGlob);
+    return this.folded;
+  }
 }
 
-/** `segments`: the request's path, split once for all the rules; null when the request names no resource. */
+/** The rules filed by tenant, then by the literal prefix of the glob `globOf` gives each. */
+function trie(rules: readonly CompiledRule[], globOf: (compiled: CompiledRule) => CompiledGlob | null): Map<string, PrefixNode> {
+  const tenants = new Map<string, PrefixNode>();
+  for (const compiled of rules) {
+    let node = tenants.get(compiled.rule.tenantId);
+    if (!node) {
+      node = new PrefixNode();
+      tenants.set(compiled.rule.tenantId, node);
+    }
+    for (const segment of globOf(compiled)?.literalPrefix ?? []) node = node.child(segment);
+    node.add(compiled);
+  }
+  return tenants;
+}
+
+/** `segments`: the request's path, split once for all the rules; null when the request names no resource. `folded`: it ignores letter case. */
 function collectMatching(
   rules: readonly CompiledRule[] | undefined,
   request: CheckRequest,
   segments: readonly string[] | null,
+  folded: boolean,
   matched: CompiledRule[],
   meter: MatchMeter | undefined,
 ): void {
   for (const compiled of rules ?? []) {
-    const { glob, when } = compiled;
+    const { when } = compiled;
+    const glob = folded ? compiled.foldedGlob : compiled.glob;
     if (when !== null && !when(request.attributes)) continue;
     if (glob === null || (segments !== null && glob.matchesSegments(segments, meter))) matched.push(compiled);
   }

@@ -465,7 +465,7 @@ const selectionArbitrary = (name: string): fc.Arbitrary<Selection> => fc
   });
 
 /** A field of the wrong GraphQL type, or one the input type does not have. */
-const MISTYPED: Record<string, unknown>[] = [{ tenantId: 5 }, { cost: 1.5 }, { cost: "2" }, { cost: 2 ** 31 }, { dryRun: "yes" }, { userId: ["u1"] }, { colour: "red" }];
+const MISTYPED: Record<string, unknown>[] = [{ tenantId: 5 }, { cost: 1.5 }, { cost: "2" }, { cost: 2 ** 31 }, { dryRun: "yes" }, { ignorePathCase: 1 }, { userId: ["u1"] }, { colour: "red" }];
 
 /** A check's input, mostly valid, sometimes refused by the domain (BAD_USER_INPUT), the caller's rights (FORBIDDEN) or GraphQL's types. */
 const checkInputArbitrary = fc
@@ -474,10 +474,11 @@ const checkInputArbitrary = fc
       tenantId: fc.constantFrom<unknown>("acme", "acme", "acme", "globex", "boom", "slow", "", "*"),
       userId: fc.constantFrom<unknown>("u1", "u2", "u3", null, ""),
       ip: fc.constantFrom<unknown>("10.0.0.1", "10.0.0.2", "::ffff:10.0.0.1", "not-an-ip", null),
-      resource: fc.constantFrom<unknown>("/api/orders", "/api/orders?page=2", "/other", null),
+      resource: fc.constantFrom<unknown>("/api/orders", "/api/orders?page=2", "/API/Orders", "/other", null),
       method: fc.constantFrom<unknown>("POST", "GET", "post", "BREW", null),
       cost: fc.constantFrom<unknown>(1, 1, 2, 5, 0, 1_000_001, null),
       dryRun: fc.constantFrom<unknown>(true, false, false, null),
+      ignorePathCase: fc.constantFrom<unknown>(true, false, null),
     },
     { requiredKeys: [] },
   )

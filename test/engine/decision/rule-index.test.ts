@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { RuleChange } from "../../../src/domain/events.js";
-import { compileGlob, MAX_GLOB_FLOATING_SEGMENTS, MAX_GLOB_SEGMENTS, validateGlob, type MatchMeter } from "../../../src/domain/glob.js";
+import { compileGlob, foldPathCase, MAX_GLOB_FLOATING_SEGMENTS, MAX_GLOB_SEGMENTS, validateGlob, type MatchMeter } from "../../../src/domain/glob.js";
 import type { CheckRequest } from "../../../src/domain/request.js";
 import type { HttpMethod, Rule } from "../../../src/domain/rule.js";
 import { DEFAULT_RULE_LIMITS, LENGTHS } from "../../../src/domain/service-limits.js";
@@ -270,6 +270,55 @@ describe("RuleIndex against a brute-force filter", () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe("RuleIndex letter case", () => {
+  /** A request as parseCheckRequest leaves it: the path folded when it ignores case. */
+  const ignoringCase = (resource: string) => ({ resource: foldPathCase(resource), ignorePathCase: true });
+
+  it("compares a path case by case unless the request ignores case", () => {
+    const rule = makeRule({ resource: "/api/getUser" });
+    expect(matchedIds(indexOf([rule]), { resource: "/api/getUser" })).toEqual([rule.id]);
+    expect(matchedIds(indexOf([rule]), { resource: "/api/getuser" })).toEqual([]);
+    expect(matchedIds(indexOf([rule]), { resource: "/API/GETUSER" })).toEqual([]);
+  });
+
+  it("matches every spelling of a rule's path, its literal prefix too, for a request that ignores case", () => {
+    const rules = [makeRule({ id: "mixed", resource: "/api/getUser" }), makeRule({ id: "prefix", resource: "/API/V1/*.PDF" }), makeRule({ id: "lower", resource: "/api/**" })];
+    const index = indexOf(rules);
+    expect(matchedIds(index, ignoringCase("/Api/GETUSER"))).toEqual(["lower", "mixed"]);
+    expect(matchedIds(index, ignoringCase("/api/v1/Report.pdf"))).toEqual(["lower", "prefix"]);
+    expect(matchedIds(index, { resource: "/api/v1/Report.pdf" })).toEqual(["lower"]);
+  });
+
+  it("uses the rule's own glob when folding changes nothing", () => {
+    const compiled = compileRule(makeRule({ resource: "/api/orders/*" }));
+    expect(compiled.foldedGlob).toBe(compiled.glob);
+    expect(compileRule(makeRule({ resource: "/api/Orders/*" })).foldedGlob?.source).toBe("/api/orders/*");
+  });
+
+  it("matches as the brute-force filter does, spelling by spelling, with and without ignoring case", () => {
+    const spelt = fc.constantFrom(...SEGMENTS, "API", "Orders", "V1", "A.PDF", "oRdErS");
+    const globs = fc.option(
+      fc.array(fc.oneof(spelt, fc.constantFrom("*", "**", "*.PDF", "V?")), { minLength: 1, maxLength: 4 }).map((parts) => "/" + parts.join("/")),
+      { nil: null, freq: 5 },
+    );
+    const rules = fc.array(fc.record({ tenantId: fc.constant("acme"), resource: globs }), { maxLength: 40 }).map(toRules);
+    const request = fc.record({ path: fc.array(spelt, { minLength: 1, maxLength: 5 }).map((parts) => "/" + parts.join("/")), ignore: fc.boolean() });
+    fc.assert(
+      fc.property(rules, fc.array(request, { minLength: 1, maxLength: 20 }), (specs, reqs) => {
+        const index = indexOf(specs);
+        for (const { path, ignore } of reqs) {
+          const reference = specs
+            .filter((r) => r.resource === null || (ignore ? compileGlob(foldPathCase(r.resource)).matches(foldPathCase(path)) : compileGlob(r.resource).matches(path)))
+            .map((r) => r.id)
+            .sort();
+          expect(matchedIds(index, ignore ? ignoringCase(path) : { resource: path })).toEqual(reference);
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 });
