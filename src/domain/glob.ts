@@ -130,9 +130,9 @@ const QUESTION_MARK = "?".charCodeAt(0);
 const SEARCH_WIDTH = 32;
 
 /** Compiles a stored glob; validateGlob also bounds the cost of matching it, for new and changed rules. */
-export function compileGlob(source: string, field = "resource"): CompiledGlob {
+export function compileGlob(source: string, field = "resource", maxLength = MAX_GLOB_LENGTH): CompiledGlob {
   if (source.length === 0) throw new ValidationError(field, "must not be empty (leave it null to match every resource)");
-  if (source.length > MAX_GLOB_LENGTH) throw new ValidationError(field, `must be at most ${MAX_GLOB_LENGTH} characters`);
+  if (source.length > maxLength) throw new ValidationError(field, `must be at most ${maxLength} characters`);
   if (!source.startsWith("/")) throw new ValidationError(field, `must start with "/" (got ${JSON.stringify(source.slice(0, 40))})`);
   if (/[\u0000-\u0020\u007f]/.test(source)) throw new ValidationError(field, "must not contain spaces or control characters");
   if (source.includes("#")) throw new ValidationError(field, 'must not contain "#"');
@@ -299,18 +299,30 @@ export function withoutQueryOrFragment(resource: string): string {
 
 /**
  * A path or glob as compared for an app whose router ignores letter case
- * (Express's default): lower case, one character for one, so a glob keeps its
- * length and its bounds (Unicode's one lower-casing that lengthens a string,
- * "\u0130" to "i\u0307", gives "i").
+ * (Express's routers, Fastify's with caseSensitive off): lower case as
+ * JavaScript's toLowerCase gives it, as Fastify's router folds its routes and
+ * paths, then every sigma as "σ". toLowerCase writes a capital sigma as the
+ * final "ς" where it ends a word, and a "*" or "?" beside it is not a letter,
+ * so a glob and a path it matches could fold differently there; with one
+ * sigma for all, folding depends on each character alone. ("İ" folds to
+ * "i" and a combining dot, two characters, on both sides alike: a "?" of a
+ * glob does not stand for it.)
  */
 export function foldPathCase(text: string): string {
-  return text.replaceAll("\u0130", "i").toLowerCase();
+  const lower = text.toLowerCase();
+  return NON_ASCII.test(lower) ? lower.replaceAll("\u03c2", "\u03c3") : lower;
 }
 
-/** `glob` as compared with a folded path (foldPathCase): itself when folding changes nothing. */
+const NON_ASCII = /[^\u0000-\u007f]/;
+
+/**
+ * `glob` as compared with a folded path (foldPathCase): itself when folding
+ * changes nothing. Its bounds were checked on the glob as written; folding
+ * lengthens only "İ", so the folded one may pass MAX_GLOB_LENGTH.
+ */
 export function foldedGlobOf(glob: CompiledGlob): CompiledGlob {
   const folded = foldPathCase(glob.source);
-  return folded === glob.source ? glob : compileGlob(folded);
+  return folded === glob.source ? glob : compileGlob(folded, "resource", Number.POSITIVE_INFINITY);
 }
 
 /** The segments of a normalised path: "/" has none, "/api/v1" has ["api", "v1"]. */

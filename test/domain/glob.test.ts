@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/domain/errors.js";
 import {
   compileGlob,
+  foldedGlobOf,
+  foldPathCase,
   MAX_GLOB_FLOATING_SEGMENTS,
   MAX_GLOB_INFIX_LENGTH,
   MAX_GLOB_LENGTH,
@@ -467,5 +469,45 @@ describe("compileGlob validation", () => {
     const error = rejection("");
     expect(error).toBeInstanceOf(ValidationError);
     expect(error.name).toBe("ValidationError");
+  });
+});
+
+describe("foldPathCase and foldedGlobOf", () => {
+  it("keeps every match: a glob that matches a path, folded, matches the path folded", () => {
+    // "İ" folds to two characters: a "?" never stands for it here (see foldPathCase).
+    const letter = fc.constantFrom("A", "a", "B", "x", "Σ", "σ", "ς", "İ", "i", "\u0307", "K", "\u212a", "%", "2", "F");
+    const path = fc.array(fc.array(letter, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 3 });
+    const globbed = path.chain((segments) =>
+      fc.tuple(
+        fc.constant(segments),
+        fc.array(fc.array(fc.constantFrom("keep", "keep", "any", "run"), { minLength: 6, maxLength: 6 }), { minLength: 3, maxLength: 3 }),
+      ),
+    );
+    fc.assert(
+      fc.property(globbed, ([segments, choices]) => {
+        const text = "/" + segments.map((s) => s.join("")).join("/");
+        const glob =
+          "/" +
+          segments
+            .map((s, i) =>
+              s
+                .map((c, j) => (choices[i]![j] === "any" && c !== "İ" ? "?" : choices[i]![j] === "run" ? "*" : c))
+                .join("")
+                .replace(/\*+/g, "*"),
+            )
+            .join("/");
+        const compiled = compileGlob(glob);
+        if (!compiled.matches(text)) return true;
+        return foldedGlobOf(compiled).matches(foldPathCase(text));
+      }),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it("folds a glob longer than the limit by its İs, and leaves one without upper case as it is", () => {
+    const long = compileGlob("/" + "İ".repeat(MAX_GLOB_LENGTH - 1));
+    expect(foldedGlobOf(long).matches("/" + "i\u0307".repeat(MAX_GLOB_LENGTH - 1))).toBe(true);
+    const lower = compileGlob("/api/*");
+    expect(foldedGlobOf(lower)).toBe(lower);
   });
 });

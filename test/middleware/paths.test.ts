@@ -153,6 +153,15 @@ describe("letter case", () => {
     for (const path of SPELLINGS) expect(await rawGet(second.url, path), path).toBe(429);
   });
 
+  it("fastify ignoring case: folds as its router does, so a dotted capital I and a final sigma count under the rule spelt with them", async () => {
+    const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 2, resource: "/İstanbul/ΟΔΟΣ*" });
+    const app = floodgate.keep(await startWebApp("fastify", { client, tenant, caseSensitiveRouting: false }));
+    // Fastify's router folds with toLowerCase: "İ" is "i" and a combining dot; "Σ" ending a word is "ς".
+    expect(await rawGet(app.url, "/%C4%B0stanbul/%CE%9F%CE%94%CE%9F%CE%A3")).toBe(200);
+    expect(await rawGet(app.url, "/i%CC%87stanbul/%CE%BF%CE%B4%CE%BF%CF%82-1")).toBe(200);
+    expect(await rawGet(app.url, "/%C4%B0STANBUL/%CE%BF%CE%B4%CE%BF%CF%83")).toBe(429);
+  });
+
   it("hono: counts a path as spelt, as its router does", async () => {
     const { client, tenant } = await floodgate.limited({ scope: ["IP"], limit: 1, resource: "/api/orders" });
     const app = floodgate.keep(await startWebApp("hono", { client, tenant }));

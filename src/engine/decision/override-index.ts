@@ -18,6 +18,7 @@
 
 import { limitParamsOf, type LimitParams } from "../../domain/algorithms/index.js";
 import { ValidationError } from "../../domain/errors.js";
+import { foldPathCase } from "../../domain/glob.js";
 import { effectiveSpec, ipBits, networkOf, overrideIdentity, type Override, type OverrideTarget } from "../../domain/override.js";
 import { validateAcrossFields } from "../../domain/rule-validation.js";
 import type { Rule } from "../../domain/rule.js";
@@ -149,6 +150,8 @@ export class RuleOverrides {
   private readonly byId = new Map<string, Override>();
   private readonly byIdentity = new Map<string, string>();
   private readonly targets = new Map<string, TargetOverrides>();
+  /** The ENDPOINT overrides by their folded identifier, for checks that ignore letter case (whose endpoint is folded). */
+  private readonly foldedEndpoints = new TargetOverrides();
   private readonly params = new Map<string, ParamsOfVersion>();
 
   get size(): number {
@@ -180,6 +183,7 @@ export class RuleOverrides {
     let target = this.targets.get(name);
     if (target === undefined) this.targets.set(name, (target = new TargetOverrides()));
     target.add(override);
+    if (override.dimension === "ENDPOINT") this.foldedEndpoints.add(folded(override));
   }
 
   delete(id: string): void {
@@ -189,22 +193,36 @@ export class RuleOverrides {
     this.byIdentity.delete(overrideIdentity(override));
     this.params.delete(id);
     this.targets.get(targetName(override))?.remove(override);
+    if (override.dimension === "ENDPOINT") this.foldedEndpoints.remove(folded(override));
   }
 
   /**
    * The override that applies to a bucket, with the params it gives: the
    * targets in the bucket key's order, exact overrides first, then globs and
-   * blocks. `valueOf` gives the request's value for a target.
+   * blocks. `valueOf` gives the request's value for a target. `ignoringCase`:
+   * the request ignores letter case, so its endpoint (method and folded
+   * path) is compared with ENDPOINT overrides folded too, method and all.
    */
-  find(rule: Rule, targets: readonly OverrideTarget[], valueOf: (target: OverrideTarget) => string | null, nowMs: number): { override: Override; params: LimitParams } | null {
+  find(
+    rule: Rule,
+    targets: readonly OverrideTarget[],
+    valueOf: (target: OverrideTarget) => string | null,
+    nowMs: number,
+    ignoringCase = false,
+  ): { override: Override; params: LimitParams } | null {
     if (this.byId.size === 0) return null;
-    const values = targets.map(valueOf);
+    const values = targets.map((target) => {
+      const value = valueOf(target);
+      return ignoringCase && value !== null && target.dimension === "ENDPOINT" ? foldPathCase(value) : value;
+    });
     for (const pass of ["exact", "pattern"] as const) {
       for (const [i, target] of targets.entries()) {
         const value = values[i];
-        const filed = this.targets.get(targetName(target));
+        const filed = ignoringCase && target.dimension === "ENDPOINT" ? this.foldedEndpoints : this.targets.get(targetName(target));
         if (value === null || value === undefined || filed === undefined) continue;
-        const override = pass === "exact" ? filed.findExact(value, nowMs) : filed.findPattern(value, nowMs, target.dimension === "IP");
+        const found = pass === "exact" ? filed.findExact(value, nowMs) : filed.findPattern(value, nowMs, target.dimension === "IP");
+        // A folded ENDPOINT override stands for the override as written, which the decision names.
+        const override = found === null ? null : (this.byId.get(found.id) ?? found);
         const params = override === null ? null : this.paramsOf(rule, override);
         if (override !== null && params !== null) return { override, params };
       }
@@ -240,6 +258,11 @@ function paramsUnder(rule: Rule, override: Override): LimitParams | null {
 
 function live(override: Override, nowMs: number): boolean {
   return override.expiresAt === null || override.expiresAt.getTime() > nowMs;
+}
+
+/** An ENDPOINT override as compared with a folded endpoint: its identifier folded (see foldPathCase). */
+function folded(override: Override): Override {
+  return { ...override, identifier: foldPathCase(override.identifier) };
 }
 
 function targetName(target: Pick<Override, "dimension" | "attributeKey">): string {

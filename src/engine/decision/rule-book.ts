@@ -148,7 +148,7 @@ export class RuleBook {
   overrideFor(compiled: CompiledRule, request: CheckRequest, nowMs: number): { override: Override; params: LimitParams } | null {
     const byRule = this.overrides.get(compiled.rule.id);
     if (byRule === undefined) return null;
-    return byRule.find(compiled.rule, compiled.targets, (target) => targetValue(target, request, compiled.rule.method), nowMs);
+    return byRule.find(compiled.rule, compiled.targets, (target) => targetValue(target, request, compiled.rule.method), nowMs, request.ignorePathCase);
   }
 
   match(...args: Parameters<RuleIndex["match"]>): CompiledRule[] {

@@ -5,6 +5,7 @@ import type { Rule } from "../../../src/domain/rule.js";
 import { compileRule } from "../../../src/engine/decision/compiled-rule.js";
 import { globMatches, RuleOverrides } from "../../../src/engine/decision/override-index.js";
 import { targetValue } from "../../../src/domain/bucket-key.js";
+import { foldPathCase } from "../../../src/domain/glob.js";
 import { makeRule, makeTenantOnlyCheckRequest } from "../../support/domain-factory.js";
 import { validationErrorOf } from "../../support/validation-error.js";
 
@@ -41,7 +42,7 @@ function finder(rule: Rule, overrides: Override[]) {
   const compiled = compileRule(rule);
   return (fields: Parameters<typeof makeTenantOnlyCheckRequest>[0], nowMs = NOW) => {
     const request = makeTenantOnlyCheckRequest(fields);
-    const found = index.find(rule, compiled.targets, (target) => targetValue(target, request), nowMs);
+    const found = index.find(rule, compiled.targets, (target) => targetValue(target, request), nowMs, request.ignorePathCase);
     return found === null ? null : { identifier: found.override.identifier, limit: found.params.limit };
   };
 }
@@ -105,6 +106,34 @@ describe("an override's precedence", () => {
     const find = finder(rule, overrides);
     expect(find({ userId: "user-99999", ip: "10.0.0.1" })).toMatchObject({ limit: 100_000 });
     expect(find({ userId: "team-x", ip: "10.0.0.1" })).toMatchObject({ limit: 7 });
+  });
+});
+
+describe("an ENDPOINT override and a check that ignores letter case", () => {
+  const rule = makeRule({ scope: ["ENDPOINT"], resource: "/api/**", method: null, limit: 100 });
+  /** A check as parseCheckRequest leaves it: the path folded when it ignores case. */
+  const ignoringCase = (resource: string) => ({ method: "GET" as const, resource: foldPathCase(resource), ignorePathCase: true });
+
+  it("applies to every spelling of its endpoint, exact or glob, and is forgotten with it", () => {
+    const exact = override(rule, { dimension: "ENDPOINT", identifier: "GET /api/Export", limit: 1 });
+    const glob = override(rule, { dimension: "ENDPOINT", match: "GLOB", identifier: "GET /api/Reports/*", limit: 2 });
+    const index = new RuleOverrides();
+    index.set(exact);
+    index.set(glob);
+    const compiled = compileRule(rule);
+    const find = (fields: Parameters<typeof makeTenantOnlyCheckRequest>[0]) => {
+      const request = makeTenantOnlyCheckRequest(fields);
+      return index.find(rule, compiled.targets, (target) => targetValue(target, request), NOW, request.ignorePathCase)?.override.identifier ?? null;
+    };
+    for (const path of ["/api/Export", "/api/export", "/API/EXPORT"]) expect(find(ignoringCase(path)), path).toBe("GET /api/Export");
+    expect(find(ignoringCase("/API/reports/q1"))).toBe("GET /api/Reports/*");
+    // Spelt case by case, only the spelling it names.
+    expect(find({ method: "GET", resource: "/api/Export" })).toBe("GET /api/Export");
+    expect(find({ method: "GET", resource: "/api/export" })).toBeNull();
+    index.delete(exact.id);
+    index.delete(glob.id);
+    expect(find(ignoringCase("/api/Export"))).toBeNull();
+    expect(find(ignoringCase("/api/Reports/q1"))).toBeNull();
   });
 });
 
