@@ -152,6 +152,13 @@ export class RuleOverrides {
   private readonly targets = new Map<string, TargetOverrides>();
   /** The ENDPOINT overrides by their folded identifier, for checks that ignore letter case (whose endpoint is folded). */
   private readonly foldedEndpoints = new TargetOverrides();
+  /**
+   * The ids of the exact ENDPOINT overrides of each folded identity: two
+   * spellings of one endpoint ("GET /a", "GET /A") fold to one exact
+   * identifier, where the one set last is filed, and the other takes its place
+   * when it is deleted. (Globs are filed by id: two spellings are two globs.)
+   */
+  private readonly spellings = new Map<string, Set<string>>();
   private readonly params = new Map<string, ParamsOfVersion>();
 
   get size(): number {
@@ -183,7 +190,17 @@ export class RuleOverrides {
     let target = this.targets.get(name);
     if (target === undefined) this.targets.set(name, (target = new TargetOverrides()));
     target.add(override);
-    if (override.dimension === "ENDPOINT") this.foldedEndpoints.add(folded(override));
+    if (override.dimension === "ENDPOINT") {
+      if (override.match === "EXACT") this.spell(override.id, overrideIdentity(folded(override)));
+      this.foldedEndpoints.add(folded(override));
+    }
+  }
+
+  /** Notes one spelling of a folded identity (see spellings). */
+  private spell(id: string, identity: string): void {
+    let ids = this.spellings.get(identity);
+    if (ids === undefined) this.spellings.set(identity, (ids = new Set()));
+    ids.add(id);
   }
 
   delete(id: string): void {
@@ -193,7 +210,19 @@ export class RuleOverrides {
     this.byIdentity.delete(overrideIdentity(override));
     this.params.delete(id);
     this.targets.get(targetName(override))?.remove(override);
-    if (override.dimension === "ENDPOINT") this.foldedEndpoints.remove(folded(override));
+    if (override.dimension === "ENDPOINT") {
+      this.foldedEndpoints.remove(folded(override));
+      if (override.match === "EXACT") this.unspell(id, overrideIdentity(folded(override)));
+    }
+  }
+
+  /** Forgets one spelling; the latest other of its folded identity, if any, is filed in its place. */
+  private unspell(id: string, identity: string): void {
+    const ids = this.spellings.get(identity)!;
+    ids.delete(id);
+    const other = [...ids].at(-1);
+    if (other === undefined) this.spellings.delete(identity);
+    else this.foldedEndpoints.add(folded(this.byId.get(other)!));
   }
 
   /**

@@ -137,6 +137,34 @@ describe("an ENDPOINT override and a check that ignores letter case", () => {
   });
 });
 
+describe("two exact ENDPOINT overrides that differ only in letter case", () => {
+  const rule = makeRule({ scope: ["ENDPOINT"], resource: "/api/**", method: null, limit: 100 });
+
+  it("name their endpoint as each is spelt, and for a check that ignores case the one set last, then the other once it is deleted", () => {
+    const lower = override(rule, { dimension: "ENDPOINT", identifier: "GET /api/export", limit: 1 });
+    const upper = override(rule, { dimension: "ENDPOINT", identifier: "GET /api/Export", limit: 2 });
+    const index = new RuleOverrides();
+    index.set(lower);
+    index.set(upper);
+    const compiled = compileRule(rule);
+    const find = (fields: Parameters<typeof makeTenantOnlyCheckRequest>[0]) => {
+      const request = makeTenantOnlyCheckRequest(fields);
+      return index.find(rule, compiled.targets, (target) => targetValue(target, request), NOW, request.ignorePathCase)?.override.identifier ?? null;
+    };
+    const folded = { method: "GET" as const, resource: "/api/export", ignorePathCase: true };
+    expect(find({ method: "GET", resource: "/api/export" })).toBe("GET /api/export");
+    expect(find({ method: "GET", resource: "/api/Export" })).toBe("GET /api/Export");
+    expect(find(folded)).toBe("GET /api/Export");
+    index.delete(upper.id);
+    expect(find(folded)).toBe("GET /api/export");
+    index.set(upper);
+    index.delete(lower.id);
+    expect(find(folded)).toBe("GET /api/Export");
+    index.delete(upper.id);
+    expect(find(folded)).toBeNull();
+  });
+});
+
 describe("globMatches", () => {
   it.each([
     ["*@acme.com", "bob@acme.com", true],
