@@ -109,6 +109,18 @@ describe("an override's precedence", () => {
   });
 });
 
+/** The index holding `overrides`, and the identifier of the override it finds for a check (null: none). */
+function identifierFinder(rule: Rule, overrides: Override[]) {
+  const index = new RuleOverrides();
+  for (const o of overrides) index.set(o);
+  const compiled = compileRule(rule);
+  const find = (fields: Parameters<typeof makeTenantOnlyCheckRequest>[0]) => {
+    const request = makeTenantOnlyCheckRequest(fields);
+    return index.find(rule, compiled.targets, (target) => targetValue(target, request), NOW, request.ignorePathCase)?.override.identifier ?? null;
+  };
+  return { index, find };
+}
+
 describe("an ENDPOINT override and a check that ignores letter case", () => {
   const rule = makeRule({ scope: ["ENDPOINT"], resource: "/api/**", method: null, limit: 100 });
   /** A check as parseCheckRequest leaves it: the path folded when it ignores case. */
@@ -117,14 +129,7 @@ describe("an ENDPOINT override and a check that ignores letter case", () => {
   it("applies to every spelling of its endpoint, exact or glob, and is forgotten with it", () => {
     const exact = override(rule, { dimension: "ENDPOINT", identifier: "GET /api/Export", limit: 1 });
     const glob = override(rule, { dimension: "ENDPOINT", match: "GLOB", identifier: "GET /api/Reports/*", limit: 2 });
-    const index = new RuleOverrides();
-    index.set(exact);
-    index.set(glob);
-    const compiled = compileRule(rule);
-    const find = (fields: Parameters<typeof makeTenantOnlyCheckRequest>[0]) => {
-      const request = makeTenantOnlyCheckRequest(fields);
-      return index.find(rule, compiled.targets, (target) => targetValue(target, request), NOW, request.ignorePathCase)?.override.identifier ?? null;
-    };
+    const { index, find } = identifierFinder(rule, [exact, glob]);
     for (const path of ["/api/Export", "/api/export", "/API/EXPORT"]) expect(find(ignoringCase(path)), path).toBe("GET /api/Export");
     expect(find(ignoringCase("/API/reports/q1"))).toBe("GET /api/Reports/*");
     // Spelt case by case, only the spelling it names.
@@ -143,14 +148,7 @@ describe("two exact ENDPOINT overrides that differ only in letter case", () => {
   it("name their endpoint as each is spelt, and for a check that ignores case the one set last, then the other once it is deleted", () => {
     const lower = override(rule, { dimension: "ENDPOINT", identifier: "GET /api/export", limit: 1 });
     const upper = override(rule, { dimension: "ENDPOINT", identifier: "GET /api/Export", limit: 2 });
-    const index = new RuleOverrides();
-    index.set(lower);
-    index.set(upper);
-    const compiled = compileRule(rule);
-    const find = (fields: Parameters<typeof makeTenantOnlyCheckRequest>[0]) => {
-      const request = makeTenantOnlyCheckRequest(fields);
-      return index.find(rule, compiled.targets, (target) => targetValue(target, request), NOW, request.ignorePathCase)?.override.identifier ?? null;
-    };
+    const { index, find } = identifierFinder(rule, [lower, upper]);
     const folded = { method: "GET" as const, resource: "/api/export", ignorePathCase: true };
     expect(find({ method: "GET", resource: "/api/export" })).toBe("GET /api/export");
     expect(find({ method: "GET", resource: "/api/Export" })).toBe("GET /api/Export");
