@@ -180,6 +180,12 @@ const RULE_VERSIONS_KEPT = 10_000;
 const BATCH_FIELD = /^requests\[(\d+)\]\.?(.*)$/;
 /** Floodgate's codes for a refusal of the caller, which every check of a batch (one tenant's) shares. */
 const CALLER_CODES: ReadonlySet<string> = new Set(["UNAUTHENTICATED", "FORBIDDEN"]);
+/**
+ * Floodgate refused the client's document, not a check: it fails every check
+ * alike, and sent again one by one each would only fail again. An older
+ * Floodgate answers so to a field it does not know (docs/client.md).
+ */
+const DOCUMENT_CODES: ReadonlySet<string> = new Set(["GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED"]);
 /** What Floodgate answers a body over its MAX_BODY_BYTES, as a proxy in front of it may too. */
 const PAYLOAD_TOO_LARGE = 413;
 /** A proxy's 413, which says nothing Floodgate would, as the error a check too large even alone fails with. */
@@ -526,12 +532,12 @@ export class FloodgateClient {
     }
     const error = errorOf(answer.body.errors);
     if (OUTAGE_CODES.has(error.code)) return this.byFailureMode(checks, "serverErrors");
-    if (CALLER_CODES.has(error.code)) return this.failAll(checks, error);
+    if (CALLER_CODES.has(error.code) || DOCUMENT_CODES.has(error.code)) return this.failAll(checks, error);
     if (answer.status === PAYLOAD_TOO_LARGE) return this.inHalves(checks, error, deadlineAtMs);
     return this.isolate(checks, error, deadlineAtMs);
   }
 
-  /** Floodgate refused the caller, not one check: the key (revoked, unknown) or its right to the batch's one tenant. Each check of the batch fails alike; sent again one by one, each would only be refused again. */
+  /** Floodgate refused the caller, not one check (the key, revoked or unknown, or its right to the batch's one tenant), or the client's document. Each check of the batch fails alike; sent again one by one, each would only be refused again. */
   private failAll(checks: readonly PendingCheck[], error: FloodgateError): void {
     this.counts.callerErrors += checks.length;
     for (const check of checks) check.reject(error);

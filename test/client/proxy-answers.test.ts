@@ -19,9 +19,13 @@ afterEach(async () => {
   }
 });
 
-/** A server in front of Floodgate answering every request with this status and body. */
+let requests = 0;
+
+/** A server in front of Floodgate answering every request with this status and body (`requests` counts them). */
 async function answering(status: number, body: string, contentType = "application/json"): Promise<string> {
+  requests = 0;
   const server = createServer((req, res) => {
+    requests++;
     req.resume();
     req.on("end", () => res.writeHead(status, { "content-type": contentType }).end(body));
   });
@@ -62,5 +66,16 @@ describe("FloodgateClient, answers that are not Floodgate's", () => {
     const settled = await settledWithin(client.resetLimit("rule-1", "user:u1"), 5_000);
     expect(settled).toMatchObject({ error: expect.any(FloodgateError) });
     expect(settled).toMatchObject({ error: { code: "UNAVAILABLE" } });
+  });
+
+  it("fails every check of a batch at once, in one request, when Floodgate refuses the client's document (an older Floodgate, a field it does not know)", async () => {
+    const refusal = { errors: [{ message: 'Field "ignorePathCase" is not defined by type "CheckLimitsInput".', extensions: { code: "GRAPHQL_VALIDATION_FAILED" } }] };
+    const url = await answering(400, JSON.stringify(refusal));
+    const client = track(patientClient(url, "secret", { cache: false, timeoutMs: 1_000, failureMode: "OPEN" }));
+    const checks = Array.from({ length: 10 }, (_, i) => client.check({ tenantId: "acme", userId: `u${i}`, ignorePathCase: true }));
+    const settled = await Promise.all(checks.map((check) => settledWithin(check, 5_000)));
+    for (const outcome of settled) expect(outcome).toMatchObject({ error: { code: "GRAPHQL_VALIDATION_FAILED" } });
+    expect(requests).toBe(1);
+    expect(client.stats()).toMatchObject({ callerErrors: 10, outages: { serverErrors: 0 } });
   });
 });
