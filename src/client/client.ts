@@ -186,6 +186,8 @@ const CALLER_CODES: ReadonlySet<string> = new Set(["UNAUTHENTICATED", "FORBIDDEN
  * Floodgate answers so to a field it does not know (docs/client.md).
  */
 const DOCUMENT_CODES: ReadonlySet<string> = new Set(["GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED"]);
+/** GraphQL's words for an input field the schema lacks: what an older Floodgate answers a field newer than it (cookie, ignorePathCase). */
+const UNKNOWN_INPUT_FIELD = /Field "(\w+)" is not defined by type "CheckLimitsInput"/;
 /** What Floodgate answers a body over its MAX_BODY_BYTES, as a proxy in front of it may too. */
 const PAYLOAD_TOO_LARGE = 413;
 /** A proxy's 413, which says nothing Floodgate would, as the error a check too large even alone fails with. */
@@ -534,7 +536,23 @@ export class FloodgateClient {
     if (OUTAGE_CODES.has(error.code)) return this.byFailureMode(checks, "serverErrors");
     if (CALLER_CODES.has(error.code) || DOCUMENT_CODES.has(error.code)) return this.failAll(checks, error);
     if (answer.status === PAYLOAD_TOO_LARGE) return this.inHalves(checks, error, deadlineAtMs);
+    const unknown = error.code === "BAD_USER_INPUT" ? UNKNOWN_INPUT_FIELD.exec(error.message) : null;
+    if (unknown !== null) return this.withoutUnknownField(checks, unknown[1]!, error, deadlineAtMs);
     return this.isolate(checks, error, deadlineAtMs);
+  }
+
+  /**
+   * Floodgate does not know an input field (it is older than the client):
+   * every check that sends it fails at once, naming it, and the others are
+   * sent again together; one by one, each check that sends it would fail again.
+   */
+  private async withoutUnknownField(checks: PendingCheck[], field: string, error: FloodgateError, deadlineAtMs: number): Promise<void> {
+    const sends = (check: PendingCheck) => (check.request as Record<string, unknown>)[field] !== undefined;
+    const failing = checks.filter(sends);
+    if (failing.length === 0) return this.isolate(checks, error, deadlineAtMs);
+    this.failAll(failing, new FloodgateError(error.message, error.code, `request.${field}`));
+    const others = checks.filter((check) => !sends(check));
+    if (others.length > 0) await this.send(others, deadlineAtMs);
   }
 
   /** Floodgate refused the caller, not one check (the key, revoked or unknown, or its right to the batch's one tenant), or the client's document. Each check of the batch fails alike; sent again one by one, each would only be refused again. */

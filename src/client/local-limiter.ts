@@ -30,7 +30,7 @@ import { combine, evaluate, limitParamsOf, stateExpiresAt, type BucketOutcome, t
 import { compileConditions, type AttributeTest } from "../domain/attributes.js";
 import { bucketId, compileBucketKey, type BucketKeyOf } from "../domain/bucket-key.js";
 import { isNearLimit } from "../domain/decision.js";
-import { compileGlob, foldedGlobOf, type CompiledGlob } from "../domain/glob.js";
+import { compileGlob, foldedGlobOf, foldPathCase, type CompiledGlob } from "../domain/glob.js";
 import { rank, type Rankable, type Ranking } from "../domain/most-restrictive.js";
 import { LruCache } from "../domain/lru-cache.js";
 import { effectiveSpec } from "../domain/override.js";
@@ -166,14 +166,13 @@ export class LocalLimiter {
   private applying(request: CheckRequest, nowMs = Date.now()): Applying[] {
     const applying: Applying[] = [];
     for (const known of this.rules.values()) {
-      const { rule, method, when } = known;
-      const glob = request.ignorePathCase ? known.foldedGlob : known.glob;
+      const { rule, method, glob, when } = known;
       if (!rule.enabled || (rule.tenantId !== request.tenantId && rule.tenantId !== ALL_TENANTS)) continue;
       // A lease granted here could never be released through Floodgate: during an outage CONCURRENCY rules do not limit.
       if (rule.algorithm === "CONCURRENCY") continue;
       if (!ruleCountsMethod(method, request.method)) continue;
       if (when !== null && !when(request.attributes)) continue;
-      if (glob !== null && (request.resource === null || !glob.matches(request.resource))) continue;
+      if (glob !== null && (request.resource === null || !resourceMatches(known, request.resource, request.ignorePathCase))) continue;
       const key = known.keyOf(request);
       if (key === null) continue;
       const id = bucketId(rule.id, key);
@@ -212,6 +211,11 @@ export class LocalLimiter {
       params: this.share(limitParamsOf(rule)),
     };
   }
+}
+
+/** As Floodgate's rule index has it: the path as spelt, or, for a check that ignores letter case, folded against the folded glob. */
+function resourceMatches(known: KnownRule, path: string, ignoreCase: boolean): boolean {
+  return known.glob!.matches(path) || (ignoreCase && known.foldedGlob!.matches(foldPathCase(path)));
 }
 
 function ranking({ known: { rule }, key, override }: Applying, params: LimitParams, outcome: BucketOutcome): Ranked {

@@ -21,6 +21,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { foldPathCase } from "./glob.js";
 import type { CheckRequest } from "./request.js";
 import { ALL_TENANTS, DIMENSIONS, type Dimension, type HttpMethod } from "./rule.js";
 
@@ -52,8 +53,10 @@ const VALUES: Record<Dimension, ValueOf> = {
  * method when it names one, so that the HEAD requests a GET rule counts (see
  * methodsCounting) share their GET twins' buckets and overrides.
  */
+/** Method and path; the path folded for a check that ignores letter case, so that its every spelling is one bucket. */
 function endpointOf(ruleMethod: HttpMethod | null, r: CheckRequest): string | null {
-  return r.resource === null ? null : `${ruleMethod ?? r.method ?? "ANY"} ${r.resource}`;
+  if (r.resource === null) return null;
+  return `${ruleMethod ?? r.method ?? "ANY"} ${r.ignorePathCase ? foldPathCase(r.resource) : r.resource}`;
 }
 
 /** The values of a rule for `ruleMethod`, by dimension. */

@@ -8,7 +8,7 @@
 import { isIP } from "node:net";
 import { parseAttributes, type AttributeInput, type Attributes } from "./attributes.js";
 import { ValidationError } from "./errors.js";
-import { foldPathCase, withoutQueryOrFragment } from "./glob.js";
+import { withoutQueryOrFragment } from "./glob.js";
 import { ALL_TENANTS, HTTP_METHODS, type HttpMethod } from "./rule.js";
 import { LENGTHS, MAX_COST } from "./service-limits.js";
 
@@ -35,7 +35,7 @@ export interface CheckRequest {
   userAgent: string | null;
   /** The caller's cookie (a session cookie's value, say): part of the CLIENT fingerprint only, never shown. */
   cookie: string | null;
-  /** The path only, normalised (see normalizePath): query string and fragment removed; lower-cased when ignorePathCase. */
+  /** The path only, normalised (see normalizePath): query string and fragment removed. */
   resource: string | null;
   method: HttpMethod | null;
   cost: number;
@@ -44,9 +44,10 @@ export interface CheckRequest {
   attributes: Attributes;
   /**
    * The app routes paths without regard to letter case (Express's default), so
-   * "/API/Orders" is the route "/api/orders": rules' globs are then compared
-   * with the path without regard to case too (foldPathCase on both), and the
-   * path is kept folded, so that an ENDPOINT bucket counts every spelling once.
+   * "/API/Orders" is the route "/api/orders": a rule's glob then applies when
+   * it matches the path as spelt or folded (foldPathCase on both), and an
+   * ENDPOINT bucket is keyed by the folded path, so that it counts every
+   * spelling once.
    */
   ignorePathCase: boolean;
 }
@@ -55,7 +56,6 @@ export function parseCheckRequest(input: CheckRequestInput, field = "request"): 
   const tenantId = identifier(input.tenantId, `${field}.tenantId`, LENGTHS.tenantId);
   if (tenantId === null) throw new ValidationError(`${field}.tenantId`, "must not be empty");
   if (tenantId === ALL_TENANTS) throw new ValidationError(`${field}.tenantId`, `cannot be "${ALL_TENANTS}": a request comes from one tenant`);
-  const ignorePathCase = input.ignorePathCase ?? false;
   return {
     tenantId,
     userId: identifier(input.userId, `${field}.userId`, LENGTHS.identifier),
@@ -63,12 +63,12 @@ export function parseCheckRequest(input: CheckRequestInput, field = "request"): 
     apiKey: identifier(input.apiKey, `${field}.apiKey`, LENGTHS.identifier),
     userAgent: identifier(input.userAgent, `${field}.userAgent`, LENGTHS.userAgent),
     cookie: identifier(input.cookie, `${field}.cookie`, LENGTHS.cookie),
-    resource: resourcePath(input.resource, `${field}.resource`, ignorePathCase),
+    resource: resourcePath(input.resource, `${field}.resource`),
     method: httpMethod(input.method, `${field}.method`),
     cost: cost(input.cost, `${field}.cost`),
     dryRun: input.dryRun ?? false,
     attributes: parseAttributes(input.attributes, `${field}.attributes`),
-    ignorePathCase,
+    ignorePathCase: input.ignorePathCase ?? false,
   };
 }
 
@@ -101,12 +101,11 @@ function canonicalIPv6(address: string): string {
   return host;
 }
 
-function resourcePath(value: string | null | undefined, field: string, ignoreCase: boolean): string | null {
+function resourcePath(value: string | null | undefined, field: string): string | null {
   const raw = identifier(value, field, LENGTHS.resource);
   if (raw === null) return null;
   if (!raw.startsWith("/")) throw new ValidationError(field, `must be a path starting with "/" (got ${JSON.stringify(raw.slice(0, 40))})`);
-  const path = normalizePath(withoutQueryOrFragment(raw));
-  return ignoreCase ? foldPathCase(path) : path;
+  return normalizePath(withoutQueryOrFragment(raw));
 }
 
 

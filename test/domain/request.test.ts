@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ValidationError } from "../../src/domain/errors.js";
+import { foldPathCase } from "../../src/domain/glob.js";
 import { parseCheckRequest, type CheckRequestInput } from "../../src/domain/request.js";
 import { LENGTHS } from "../../src/domain/service-limits.js";
 import { makeTenantOnlyCheckRequest } from "../support/domain-factory.js";
@@ -184,15 +185,18 @@ describe("parseCheckRequest resource", () => {
 });
 
 describe("parseCheckRequest ignorePathCase", () => {
-  it("keeps the path as spelt by default", () => {
+  it("is false by default, and keeps the path as spelt either way (rules and ENDPOINT keys fold it)", () => {
     expect(parseCheckRequest({ ...base, resource: "/API/getUser" })).toMatchObject({ resource: "/API/getUser", ignorePathCase: false });
+    expect(parseCheckRequest({ ...base, resource: "/API//v1/./GetUser/?Q=A", ignorePathCase: true })).toMatchObject({ resource: "/API/v1/GetUser", ignorePathCase: true });
   });
+});
 
-  it("folds the normalised path to lower case when the app ignores case, as Fastify's router does, every sigma one", () => {
-    expect(parseCheckRequest({ ...base, resource: "/API//v1/./GetUser/?Q=A", ignorePathCase: true })).toMatchObject({ resource: "/api/v1/getuser", ignorePathCase: true });
-    expect(parseCheckRequest({ ...base, resource: "/\u0130D/%2E%2E", ignorePathCase: true }).resource).toBe("/i\u0307d/%2e%2e");
+describe("foldPathCase", () => {
+  it("lower-cases as toLowerCase does, with every sigma one", () => {
+    expect(foldPathCase("/API/v1/GetUser")).toBe("/api/v1/getuser");
+    expect(foldPathCase("/\u0130D/%2E%2E")).toBe("/i\u0307d/%2e%2e");
     // toLowerCase gives a word-final capital sigma as "ς": folded, every sigma is "σ".
-    expect(parseCheckRequest({ ...base, resource: "/ΑΣ/ας/ΟΔΟΣ", ignorePathCase: true }).resource).toBe("/ασ/ασ/οδοσ");
+    expect(foldPathCase("/ΑΣ/ας/ΟΔΟΣ")).toBe("/ασ/ασ/οδοσ");
   });
 });
 

@@ -150,15 +150,14 @@ export class RuleOverrides {
   private readonly byId = new Map<string, Override>();
   private readonly byIdentity = new Map<string, string>();
   private readonly targets = new Map<string, TargetOverrides>();
-  /** The ENDPOINT overrides by their folded identifier, for checks that ignore letter case (whose endpoint is folded). */
-  private readonly foldedEndpoints = new TargetOverrides();
   /**
-   * The ids of the exact ENDPOINT overrides of each folded identity: two
-   * spellings of one endpoint ("GET /a", "GET /A") fold to one exact
-   * identifier, where the one set last is filed, and the other takes its place
-   * when it is deleted. (Globs are filed by id: two spellings are two globs.)
+   * The ENDPOINT overrides as checks that ignore letter case (whose endpoint
+   * is folded) compare them: globs by their folded identifier; exact ones by
+   * theirs in `spellings`, where two spellings of one endpoint ("GET /a",
+   * "GET /A") meet, each kept (see find).
    */
-  private readonly spellings = new Map<string, Set<string>>();
+  private readonly foldedEndpoints = new TargetOverrides();
+  private readonly spellings = new Map<string, Set<Override>>();
   private readonly params = new Map<string, ParamsOfVersion>();
 
   get size(): number {
@@ -191,16 +190,14 @@ export class RuleOverrides {
     if (target === undefined) this.targets.set(name, (target = new TargetOverrides()));
     target.add(override);
     if (override.dimension === "ENDPOINT") {
-      if (override.match === "EXACT") this.spell(override.id, overrideIdentity(folded(override)));
-      this.foldedEndpoints.add(folded(override));
+      const twin = folded(override);
+      if (override.match !== "EXACT") this.foldedEndpoints.add(twin);
+      else {
+        let spelt = this.spellings.get(twin.identifier);
+        if (spelt === undefined) this.spellings.set(twin.identifier, (spelt = new Set()));
+        spelt.add(override);
+      }
     }
-  }
-
-  /** Notes one spelling of a folded identity (see spellings). */
-  private spell(id: string, identity: string): void {
-    let ids = this.spellings.get(identity);
-    if (ids === undefined) this.spellings.set(identity, (ids = new Set()));
-    ids.add(id);
   }
 
   delete(id: string): void {
@@ -211,18 +208,14 @@ export class RuleOverrides {
     this.params.delete(id);
     this.targets.get(targetName(override))?.remove(override);
     if (override.dimension === "ENDPOINT") {
-      this.foldedEndpoints.remove(folded(override));
-      if (override.match === "EXACT") this.unspell(id, overrideIdentity(folded(override)));
+      const twin = folded(override);
+      if (override.match !== "EXACT") this.foldedEndpoints.remove(twin);
+      else {
+        const spelt = this.spellings.get(twin.identifier);
+        spelt?.delete(override);
+        if (spelt?.size === 0) this.spellings.delete(twin.identifier);
+      }
     }
-  }
-
-  /** Forgets one spelling; the latest other of its folded identity, if any, is filed in its place. */
-  private unspell(id: string, identity: string): void {
-    const ids = this.spellings.get(identity)!;
-    ids.delete(id);
-    const other = [...ids].at(-1);
-    if (other === undefined) this.spellings.delete(identity);
-    else this.foldedEndpoints.add(folded(this.byId.get(other)!));
   }
 
   /**
@@ -247,16 +240,45 @@ export class RuleOverrides {
     for (const pass of ["exact", "pattern"] as const) {
       for (const [i, target] of targets.entries()) {
         const value = values[i];
-        const filed = ignoringCase && target.dimension === "ENDPOINT" ? this.foldedEndpoints : this.targets.get(targetName(target));
-        if (value === null || value === undefined || filed === undefined) continue;
-        const found = pass === "exact" ? filed.findExact(value, nowMs) : filed.findPattern(value, nowMs, target.dimension === "IP");
-        // A folded ENDPOINT override stands for the override as written, which the decision names.
-        const override = found === null ? null : (this.byId.get(found.id) ?? found);
+        if (value === null || value === undefined) continue;
+        if (ignoringCase && target.dimension === "ENDPOINT") {
+          const found = pass === "exact" ? this.spelling(rule, value, nowMs) : this.foldedPattern(rule, value, nowMs);
+          if (found !== null) return found;
+          continue;
+        }
+        const filed = this.targets.get(targetName(target));
+        if (filed === undefined) continue;
+        const override = pass === "exact" ? filed.findExact(value, nowMs) : filed.findPattern(value, nowMs, target.dimension === "IP");
         const params = override === null ? null : this.paramsOf(rule, override);
         if (override !== null && params !== null) return { override, params };
       }
     }
     return null;
+  }
+
+  /**
+   * The exact ENDPOINT override for a folded endpoint: of its spellings, the
+   * latest written (highest version, then id) that is live and that the rule
+   * can take, so that every instance, whatever order it loaded them in, picks
+   * the same, and one that cannot apply hides none.
+   */
+  private spelling(rule: Rule, folded: string, nowMs: number): { override: Override; params: LimitParams } | null {
+    const spelt = this.spellings.get(folded);
+    if (spelt === undefined) return null;
+    const latestFirst = [...spelt].sort((a, b) => b.version - a.version || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    for (const override of latestFirst) {
+      const params = live(override, nowMs) ? this.paramsOf(rule, override) : null;
+      if (params !== null) return { override, params };
+    }
+    return null;
+  }
+
+  /** The most specific folded ENDPOINT glob for a folded endpoint, as the override as written, which the decision names. */
+  private foldedPattern(rule: Rule, folded: string, nowMs: number): { override: Override; params: LimitParams } | null {
+    const twin = this.foldedEndpoints.findPattern(folded, nowMs, false);
+    const override = twin === null ? undefined : this.byId.get(twin.id);
+    const params = override === undefined ? null : this.paramsOf(rule, override);
+    return override !== undefined && params !== null ? { override, params } : null;
   }
 
   private paramsOf(rule: Rule, override: Override): LimitParams | null {

@@ -8,12 +8,15 @@
  * 10,000 rules in other tenants, under other prefixes or for other methods
  * cost nothing. A rule it meets applies when its glob and its conditions on
  * the request's attributes (`when`) both hold. A request that ignores letter
- * case (CheckRequest.ignorePathCase: its path arrives folded) walks a second
- * trie, of the folded globs, built when the first such request comes; the
- * same trie when no glob has upper case.
+ * case (CheckRequest.ignorePathCase) is matched as spelt, then folded against
+ * a second trie, of the folded globs, built when the first such request comes
+ * (the same trie when no glob has upper case): a rule applies when either
+ * matches, so ignoring case only ever adds rules. (Folding is not one
+ * character for one: "İ" folds to two, which a "?" of a folded glob does not
+ * stand for; its spelling still matches.)
  */
 
-import { pathSegments, type CompiledGlob, type MatchMeter } from "../../domain/glob.js";
+import { foldPathCase, pathSegments, type CompiledGlob, type MatchMeter } from "../../domain/glob.js";
 import type { CheckRequest } from "../../domain/request.js";
 import { ALL_TENANTS, methodsCounting, type HttpMethod } from "../../domain/rule.js";
 import type { CompiledRule } from "./compiled-rule.js";
@@ -63,17 +66,11 @@ export class RuleIndex {
    */
   match(request: CheckRequest, meter?: MatchMeter): CompiledRule[] {
     const matched: CompiledRule[] = [];
-    const segments = request.resource === null ? null : pathSegments(request.resource);
-    const folded = request.ignorePathCase;
-    const tenants = folded ? this.foldedTries() : this.tenants;
-    for (const tenant of [request.tenantId, ALL_TENANTS]) {
-      let node = tenants.get(tenant);
-      let depth = 0;
-      while (node) {
-        collectMatching(node.rules, request, segments, folded, matched, meter);
-        if (request.method !== null) for (const method of methodsCounting(request.method)) collectMatching(node.byMethod.get(method), request, segments, folded, matched, meter);
-        node = segments !== null && depth < segments.length ? node.children.get(segments[depth++]!) : undefined;
-      }
+    const spelt = request.resource === null ? null : pathSegments(request.resource);
+    collectFrom(this.tenants, request, spelt, false, matched, meter);
+    if (request.ignorePathCase && request.resource !== null) {
+      const folded = foldPathCase(request.resource);
+      if (folded !== request.resource || this.foldedTries() !== this.tenants) collectFrom(this.foldedTries(), request, pathSegments(folded), true, matched, meter);
     }
     return matched;
   }
@@ -99,7 +96,27 @@ function trie(rules: readonly CompiledRule[], globOf: (compiled: CompiledRule) =
   return tenants;
 }
 
-/** `segments`: the request's path, split once for all the rules; null when the request names no resource. `folded`: it ignores letter case. */
+/** The rules of `tenants` (a trie) that match the request, its path split into `segments` (null: it names none), added to `matched` unless there already. */
+function collectFrom(
+  tenants: ReadonlyMap<string, PrefixNode>,
+  request: CheckRequest,
+  segments: readonly string[] | null,
+  folded: boolean,
+  matched: CompiledRule[],
+  meter: MatchMeter | undefined,
+): void {
+  for (const tenant of [request.tenantId, ALL_TENANTS]) {
+    let node = tenants.get(tenant);
+    let depth = 0;
+    while (node) {
+      collectMatching(node.rules, request, segments, folded, matched, meter);
+      if (request.method !== null) for (const method of methodsCounting(request.method)) collectMatching(node.byMethod.get(method), request, segments, folded, matched, meter);
+      node = segments !== null && depth < segments.length ? node.children.get(segments[depth++]!) : undefined;
+    }
+  }
+}
+
+/** `segments`: the request's path, split once for all the rules; null when the request names no resource. `folded`: the path and the globs folded. */
 function collectMatching(
   rules: readonly CompiledRule[] | undefined,
   request: CheckRequest,
@@ -110,6 +127,8 @@ function collectMatching(
 ): void {
   for (const compiled of rules ?? []) {
     const { when } = compiled;
+    // Matched as spelt already: once is enough.
+    if (folded && matched.includes(compiled)) continue;
     const glob = folded ? compiled.foldedGlob : compiled.glob;
     if (when !== null && !when(request.attributes)) continue;
     if (glob === null || (segments !== null && glob.matchesSegments(segments, meter))) matched.push(compiled);

@@ -144,22 +144,35 @@ describe("an ENDPOINT override and a check that ignores letter case", () => {
 
 describe("two exact ENDPOINT overrides that differ only in letter case", () => {
   const rule = makeRule({ scope: ["ENDPOINT"], resource: "/api/**", method: null, limit: 100 });
+  const folded = { method: "GET" as const, resource: "/api/export", ignorePathCase: true };
 
-  it("name their endpoint as each is spelt, and for a check that ignores case the one set last, then the other once it is deleted", () => {
-    const lower = override(rule, { dimension: "ENDPOINT", identifier: "GET /api/export", limit: 1 });
-    const upper = override(rule, { dimension: "ENDPOINT", identifier: "GET /api/Export", limit: 2 });
-    const { index, find } = identifierFinder(rule, [lower, upper]);
-    const folded = { method: "GET" as const, resource: "/api/export", ignorePathCase: true };
-    expect(find({ method: "GET", resource: "/api/export" })).toBe("GET /api/export");
-    expect(find({ method: "GET", resource: "/api/Export" })).toBe("GET /api/Export");
-    expect(find(folded)).toBe("GET /api/Export");
-    index.delete(upper.id);
+  it("name their endpoint as each is spelt, and for a check that ignores case the one written last, whatever order they were loaded in", () => {
+    const lower = { ...override(rule, { dimension: "ENDPOINT", identifier: "GET /api/export", limit: 1 }), version: 3 };
+    const upper = { ...override(rule, { dimension: "ENDPOINT", identifier: "GET /api/Export", limit: 2 }), version: 4 };
+    for (const order of [[lower, upper], [upper, lower]]) {
+      const { index, find } = identifierFinder(rule, order);
+      expect(find({ method: "GET", resource: "/api/export" })).toBe("GET /api/export");
+      expect(find({ method: "GET", resource: "/api/Export" })).toBe("GET /api/Export");
+      expect(find(folded)).toBe("GET /api/Export");
+      index.delete(upper.id);
+      expect(find(folded)).toBe("GET /api/export");
+      index.set(upper);
+      index.delete(lower.id);
+      expect(find(folded)).toBe("GET /api/Export");
+      index.delete(upper.id);
+      expect(find(folded)).toBeNull();
+    }
+  });
+
+  it("pass over a spelling that has expired or that the rule cannot take to the other", () => {
+    const lower = { ...override(rule, { dimension: "ENDPOINT", identifier: "GET /api/export", limit: 1 }), version: 3 };
+    const expired = { ...override(rule, { dimension: "ENDPOINT", identifier: "GET /api/Export", limit: 2, expiresAt: new Date(NOW - 1) }), version: 4 };
+    expect(identifierFinder(rule, [lower, expired]).find(folded)).toBe("GET /api/export");
+    // A limit SLIDING_WINDOW_LOG cannot hold: the rule, changed to it after the override was set, cannot take it.
+    const log = { ...rule, algorithm: "SLIDING_WINDOW_LOG" as const, version: 5 };
+    const tooLarge = { ...override(log, { dimension: "ENDPOINT", identifier: "GET /api/Export", limit: 10_000_000 }), version: 4 };
+    const { find } = identifierFinder(log, [lower, tooLarge]);
     expect(find(folded)).toBe("GET /api/export");
-    index.set(upper);
-    index.delete(lower.id);
-    expect(find(folded)).toBe("GET /api/Export");
-    index.delete(upper.id);
-    expect(find(folded)).toBeNull();
   });
 });
 
