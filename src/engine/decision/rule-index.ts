@@ -67,10 +67,10 @@ export class RuleIndex {
   match(request: CheckRequest, meter?: MatchMeter): CompiledRule[] {
     const matched: CompiledRule[] = [];
     const spelt = request.resource === null ? null : pathSegments(request.resource);
-    collectFrom(this.tenants, request, spelt, false, matched, meter);
+    collectFrom(this.tenants, { request, segments: spelt, folded: false, matched, meter });
     if (request.ignorePathCase && request.resource !== null) {
       const folded = foldPathCase(request.resource);
-      if (folded !== request.resource || this.foldedTries() !== this.tenants) collectFrom(this.foldedTries(), request, pathSegments(folded), true, matched, meter);
+      if (folded !== request.resource || this.foldedTries() !== this.tenants) collectFrom(this.foldedTries(), { request, segments: pathSegments(folded), folded: true, matched, meter });
     }
     return matched;
   }
@@ -96,35 +96,30 @@ function trie(rules: readonly CompiledRule[], globOf: (compiled: CompiledRule) =
   return tenants;
 }
 
-/** The rules of `tenants` (a trie) that match the request, its path split into `segments` (null: it names none), added to `matched` unless there already. */
-function collectFrom(
-  tenants: ReadonlyMap<string, PrefixNode>,
-  request: CheckRequest,
-  segments: readonly string[] | null,
-  folded: boolean,
-  matched: CompiledRule[],
-  meter: MatchMeter | undefined,
-): void {
+/** One walk of a trie for a request: its path split into `segments` (null: it names none), as spelt or `folded` (path and globs), adding to `matched`. */
+interface Walk {
+  request: CheckRequest;
+  segments: readonly string[] | null;
+  folded: boolean;
+  matched: CompiledRule[];
+  meter: MatchMeter | undefined;
+}
+
+/** The rules of `tenants` (a trie) that match the walk's request, added to its `matched` unless there already. */
+function collectFrom(tenants: ReadonlyMap<string, PrefixNode>, walk: Walk): void {
+  const { request, segments } = walk;
   for (const tenant of [request.tenantId, ALL_TENANTS]) {
     let node = tenants.get(tenant);
     let depth = 0;
     while (node) {
-      collectMatching(node.rules, request, segments, folded, matched, meter);
-      if (request.method !== null) for (const method of methodsCounting(request.method)) collectMatching(node.byMethod.get(method), request, segments, folded, matched, meter);
+      collectMatching(node.rules, walk);
+      if (request.method !== null) for (const method of methodsCounting(request.method)) collectMatching(node.byMethod.get(method), walk);
       node = segments !== null && depth < segments.length ? node.children.get(segments[depth++]!) : undefined;
     }
   }
 }
 
-/** `segments`: the request's path, split once for all the rules; null when the request names no resource. `folded`: the path and the globs folded. */
-function collectMatching(
-  rules: readonly CompiledRule[] | undefined,
-  request: CheckRequest,
-  segments: readonly string[] | null,
-  folded: boolean,
-  matched: CompiledRule[],
-  meter: MatchMeter | undefined,
-): void {
+function collectMatching(rules: readonly CompiledRule[] | undefined, { request, segments, folded, matched, meter }: Walk): void {
   for (const compiled of rules ?? []) {
     const { when } = compiled;
     // Matched as spelt already: once is enough.
