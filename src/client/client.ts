@@ -550,7 +550,8 @@ export class FloodgateClient {
     const sends = (check: PendingCheck) => (check.request as Record<string, unknown>)[field] !== undefined;
     const failing = checks.filter(sends);
     if (failing.length === 0) return this.isolate(checks, error, deadlineAtMs);
-    this.failAll(failing, new FloodgateError(error.message, error.code, `request.${field}`));
+    // Not Floodgate's words: they quote the first such check's values (its API key, its cookie) to every caller.
+    this.failAll(failing, new FloodgateError(`Floodgate does not know the input field "${field}": it is older than this client (upgrade Floodgate first)`, error.code, `request.${field}`));
     const others = checks.filter((check) => !sends(check));
     if (others.length > 0) await this.send(others, deadlineAtMs);
   }

@@ -151,11 +151,17 @@ function keyOf(r: CheckLimitsInput): string {
     .join("\u0000")}`;
 }
 
-/** The path as Floodgate compares it; one that ignores letter case folded, and marked, since rules match it otherwise. */
+/**
+ * The path as Floodgate compares it; one that ignores letter case marked, since
+ * rules match it otherwise, and folded, unless folding changes its length
+ * ("İ"): rules then may match its spelling and not its twins' (rule-index.ts).
+ */
 function resourceOf(r: CheckLimitsInput): string {
   if (r.resource === undefined || r.resource === null) return "";
   const path = withoutQueryOrFragment(r.resource);
-  return r.ignorePathCase === true ? `\u0001${foldPathCase(path)}` : path;
+  if (r.ignorePathCase !== true) return path;
+  const folded = foldPathCase(path);
+  return `\u0001${folded.length === path.length ? folded : path}`;
 }
 
 /**

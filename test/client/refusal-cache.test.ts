@@ -146,6 +146,10 @@ describe("RefusalCache", () => {
     const cache = cacheHolding(ignoring);
     const at = SENT_AT_MS + 1_000;
     for (const resource of ["/API/Orders", "/api/orders", "/Api/ORDERS?x=1"]) expect(cache.refusal({ ...ignoring, resource }, at), resource).not.toBeNull();
+    // "İ" folds to two characters: a rule may match such a path as spelt and not its twins, so it is its own check.
+    const dotted = cacheHolding({ ...ignoring, resource: "/files/İ" });
+    expect(dotted.refusal({ ...ignoring, resource: "/files/İ" }, at)).not.toBeNull();
+    for (const resource of ["/files/i\u0307", "/FILES/İ"]) expect(dotted.refusal({ ...ignoring, resource }, at), resource).toBeNull();
     // Floodgate matches rules against these by their spelling: the refusal of the folded path says nothing of them.
     for (const request of [{ ...ignoring, ignorePathCase: false }, { ...ignoring, ignorePathCase: null }, { ...ignoring, resource: "/api/orders", ignorePathCase: undefined }]) {
       expect(cache.refusal(request, at), JSON.stringify(request)).toBeNull();

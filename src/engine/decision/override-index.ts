@@ -129,14 +129,26 @@ class TargetOverrides {
       return null;
     }
     let best: FiledGlob | null = null;
-    const consider = (glob: FiledGlob) => {
-      if (!live(glob.override, nowMs) || !globMatches(glob.parts, value)) return;
+    this.forEachMatch(value, nowMs, (glob) => {
       if (best === null || glob.literals > best.literals || (glob.literals === best.literals && glob.override.identifier < best.override.identifier)) best = glob;
+    });
+    return (best as FiledGlob | null)?.override ?? null;
+  }
+
+  /** Every live glob matching the value. */
+  matchingGlobs(value: string, nowMs: number): FiledGlob[] {
+    const found: FiledGlob[] = [];
+    this.forEachMatch(value, nowMs, (glob) => found.push(glob));
+    return found;
+  }
+
+  private forEachMatch(value: string, nowMs: number, visit: (glob: FiledGlob) => void): void {
+    const consider = (glob: FiledGlob) => {
+      if (live(glob.override, nowMs) && globMatches(glob.parts, value)) visit(glob);
     };
     for (const glob of this.byPrefix.candidates(value)) consider(glob);
     for (const glob of this.bySuffix.candidates(value)) consider(glob);
     for (const glob of this.floating.values()) consider(glob);
-    return (best as FiledGlob | null)?.override ?? null;
   }
 }
 
@@ -265,7 +277,7 @@ export class RuleOverrides {
   private spelling(rule: Rule, folded: string, nowMs: number): { override: Override; params: LimitParams } | null {
     const spelt = this.spellings.get(folded);
     if (spelt === undefined) return null;
-    const latestFirst = [...spelt].sort((a, b) => b.version - a.version || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    const latestFirst = [...spelt].sort(latestWrittenFirst);
     for (const override of latestFirst) {
       const params = live(override, nowMs) ? this.paramsOf(rule, override) : null;
       if (params !== null) return { override, params };
@@ -273,12 +285,22 @@ export class RuleOverrides {
     return null;
   }
 
-  /** The most specific folded ENDPOINT glob for a folded endpoint, as the override as written, which the decision names. */
+  /**
+   * The ENDPOINT glob for a folded endpoint, as written: the most specific of
+   * the folded globs that match; among equally specific ones (spellings of
+   * one glob, "GET /api/Reports/*" and "GET /api/reports/*"), the latest
+   * written, as for exact ones; one the rule cannot take hides none.
+   */
   private foldedPattern(rule: Rule, folded: string, nowMs: number): { override: Override; params: LimitParams } | null {
-    const twin = this.foldedEndpoints.findPattern(folded, nowMs, false);
-    const override = twin === null ? undefined : this.byId.get(twin.id);
-    const params = override === undefined ? null : this.paramsOf(rule, override);
-    return override !== undefined && params !== null ? { override, params } : null;
+    const ranked = this.foldedEndpoints
+      .matchingGlobs(folded, nowMs)
+      .map((twin) => ({ literals: twin.literals, override: this.byId.get(twin.override.id)! }))
+      .sort((a, b) => b.literals - a.literals || latestWrittenFirst(a.override, b.override));
+    for (const { override } of ranked) {
+      const params = this.paramsOf(rule, override);
+      if (params !== null) return { override, params };
+    }
+    return null;
   }
 
   private paramsOf(rule: Rule, override: Override): LimitParams | null {
@@ -309,6 +331,11 @@ function paramsUnder(rule: Rule, override: Override): LimitParams | null {
 
 function live(override: Override, nowMs: number): boolean {
   return override.expiresAt === null || override.expiresAt.getTime() > nowMs;
+}
+
+/** Spellings of one override in the order they apply: the latest written (highest version), then by id, so that every instance picks alike. */
+function latestWrittenFirst(a: Override, b: Override): number {
+  return b.version - a.version || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 }
 
 /** An ENDPOINT override as compared with a folded endpoint: its identifier folded (see foldPathCase). */

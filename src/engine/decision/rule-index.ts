@@ -8,9 +8,9 @@
  * 10,000 rules in other tenants, under other prefixes or for other methods
  * cost nothing. A rule it meets applies when its glob and its conditions on
  * the request's attributes (`when`) both hold. A request that ignores letter
- * case (CheckRequest.ignorePathCase) is matched as spelt, then folded against
- * a second trie, of the folded globs, built when the first such request comes
- * (the same trie when no glob has upper case): a rule applies when either
+ * case (CheckRequest.ignorePathCase) is matched folded against a second trie,
+ * of the folded globs, built when the first such request comes (the same trie
+ * when no glob has upper case), then as spelt: a rule applies when either
  * matches, so ignoring case only ever adds rules. (Folding is not one
  * character for one: "İ" folds to two, which a "?" of a folded glob does not
  * stand for; its spelling still matches.)
@@ -67,11 +67,15 @@ export class RuleIndex {
   match(request: CheckRequest, meter?: MatchMeter): CompiledRule[] {
     const matched: CompiledRule[] = [];
     const spelt = request.resource === null ? null : pathSegments(request.resource);
-    collectFrom(this.tenants, { request, segments: spelt, folded: false, matched, meter });
-    if (request.ignorePathCase && request.resource !== null) {
-      const folded = foldPathCase(request.resource);
-      if (folded !== request.resource || this.foldedTries() !== this.tenants) collectFrom(this.foldedTries(), { request, segments: pathSegments(folded), folded: true, matched, meter });
+    if (!request.ignorePathCase || request.resource === null) {
+      collectFrom(this.tenants, { request, segments: spelt, folded: false, again: false, matched, meter });
+      return matched;
     }
+    // Folded first, so that every spelling of a path gets its rules in one order (RateLimit-Policy's).
+    const folded = foldPathCase(request.resource);
+    const tries = this.foldedTries();
+    collectFrom(tries, { request, segments: pathSegments(folded), folded: true, again: false, matched, meter });
+    if (folded !== request.resource || tries !== this.tenants) collectFrom(this.tenants, { request, segments: spelt, folded: false, again: true, matched, meter });
     return matched;
   }
 
@@ -96,11 +100,12 @@ function trie(rules: readonly CompiledRule[], globOf: (compiled: CompiledRule) =
   return tenants;
 }
 
-/** One walk of a trie for a request: its path split into `segments` (null: it names none), as spelt or `folded` (path and globs), adding to `matched`. */
+/** One walk of a trie for a request: its path split into `segments` (null: it names none), as spelt or `folded` (path and globs), adding to `matched` (`again`: the second walk, which skips what the first found). */
 interface Walk {
   request: CheckRequest;
   segments: readonly string[] | null;
   folded: boolean;
+  again: boolean;
   matched: CompiledRule[];
   meter: MatchMeter | undefined;
 }
@@ -119,11 +124,10 @@ function collectFrom(tenants: ReadonlyMap<string, PrefixNode>, walk: Walk): void
   }
 }
 
-function collectMatching(rules: readonly CompiledRule[] | undefined, { request, segments, folded, matched, meter }: Walk): void {
+function collectMatching(rules: readonly CompiledRule[] | undefined, { request, segments, folded, again, matched, meter }: Walk): void {
   for (const compiled of rules ?? []) {
     const { when } = compiled;
-    // Matched as spelt already: once is enough.
-    if (folded && matched.includes(compiled)) continue;
+    if (again && matched.includes(compiled)) continue;
     const glob = folded ? compiled.foldedGlob : compiled.glob;
     if (when !== null && !when(request.attributes)) continue;
     if (glob === null || (segments !== null && glob.matchesSegments(segments, meter))) matched.push(compiled);

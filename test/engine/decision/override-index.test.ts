@@ -176,6 +176,20 @@ describe("two exact ENDPOINT overrides that differ only in letter case", () => {
   });
 });
 
+describe("two ENDPOINT globs that differ only in letter case", () => {
+  const rule = makeRule({ scope: ["ENDPOINT"], resource: "/api/**", method: null, limit: 100 });
+  const folded = { method: "GET" as const, resource: "/api/reports/q1", ignorePathCase: true };
+
+  it("for a check that ignores case, the one written last applies whatever the load order, and one the rule cannot take hides none", () => {
+    const lower = { ...override(rule, { dimension: "ENDPOINT", match: "GLOB", identifier: "GET /api/reports/*", limit: 1 }), version: 4 };
+    const upper = { ...override(rule, { dimension: "ENDPOINT", match: "GLOB", identifier: "GET /api/Reports/*", limit: 2 }), version: 3 };
+    for (const order of [[lower, upper], [upper, lower]]) expect(identifierFinder(rule, order).find(folded)).toBe("GET /api/reports/*");
+    const log = { ...rule, algorithm: "SLIDING_WINDOW_LOG" as const, version: 5 };
+    const tooLarge = { ...override(log, { dimension: "ENDPOINT", match: "GLOB", identifier: "GET /api/reports/*", limit: 10_000_000 }), version: 4 };
+    expect(identifierFinder(log, [tooLarge, upper]).find(folded)).toBe("GET /api/Reports/*");
+  });
+});
+
 describe("globMatches", () => {
   it.each([
     ["*@acme.com", "bob@acme.com", true],

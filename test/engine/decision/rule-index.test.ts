@@ -298,6 +298,14 @@ describe("RuleIndex letter case", () => {
     expect(matchedIds(index, { resource: "/api/v1/Report.pdf" })).toEqual(["lower"]);
   });
 
+  it("gives every spelling of a path that ignores case its rules in one order", () => {
+    const rules = [makeRule({ id: "upper", resource: "/API/*" }), makeRule({ id: "lower", resource: "/api/*" }), makeRule({ id: "any", resource: "/**" })];
+    const index = indexOf(rules);
+    const order = (resource: string) => index.match(makeTenantOnlyCheckRequest({ resource, ignorePathCase: true })).map((c) => c.rule.id);
+    expect(order("/api/orders")).toHaveLength(3);
+    for (const path of ["/API/orders", "/Api/Orders", "/api/ORDERS"]) expect(order(path), path).toEqual(order("/api/orders"));
+  });
+
   it("uses the rule's own glob when folding changes nothing", () => {
     const compiled = compileRule(makeRule({ resource: "/api/orders/*" }));
     expect(compiled.foldedGlob).toBe(compiled.glob);
