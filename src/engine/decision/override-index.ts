@@ -169,7 +169,8 @@ export class RuleOverrides {
    * "GET /A") meet, each kept (see find).
    */
   private readonly foldedEndpoints = new TargetOverrides();
-  private readonly spellings = new Map<string, Set<Override>>();
+  /** Each folded identifier's spellings, kept latest written first: a check walks them, never sorts them. */
+  private readonly spellings = new Map<string, Override[]>();
   private readonly params = new Map<string, ParamsOfVersion>();
 
   get size(): number {
@@ -205,9 +206,8 @@ export class RuleOverrides {
       const twin = folded(override);
       if (override.match !== "EXACT") this.foldedEndpoints.add(twin);
       else {
-        let spelt = this.spellings.get(twin.identifier);
-        if (spelt === undefined) this.spellings.set(twin.identifier, (spelt = new Set()));
-        spelt.add(override);
+        const spelt = [...(this.spellings.get(twin.identifier) ?? []), override].sort(latestWrittenFirst);
+        this.spellings.set(twin.identifier, spelt);
       }
     }
   }
@@ -223,9 +223,9 @@ export class RuleOverrides {
       const twin = folded(override);
       if (override.match !== "EXACT") this.foldedEndpoints.remove(twin);
       else {
-        const spelt = this.spellings.get(twin.identifier);
-        spelt?.delete(override);
-        if (spelt?.size === 0) this.spellings.delete(twin.identifier);
+        const spelt = (this.spellings.get(twin.identifier) ?? []).filter((other) => other !== override);
+        if (spelt.length === 0) this.spellings.delete(twin.identifier);
+        else this.spellings.set(twin.identifier, spelt);
       }
     }
   }
@@ -277,8 +277,7 @@ export class RuleOverrides {
   private spelling(rule: Rule, folded: string, nowMs: number): { override: Override; params: LimitParams } | null {
     const spelt = this.spellings.get(folded);
     if (spelt === undefined) return null;
-    const latestFirst = [...spelt].sort(latestWrittenFirst);
-    for (const override of latestFirst) {
+    for (const override of spelt) {
       const params = live(override, nowMs) ? this.paramsOf(rule, override) : null;
       if (params !== null) return { override, params };
     }
