@@ -13,7 +13,8 @@
  * own (scripts/bench/client-driver.ts), its callers each awaiting
  * `client.check` in a loop, against the same Floodgate, and the gRPC row by
  * one grpc-js channel to its GRPC_PORT, 32 calls in flight, as an Envoy
- * would ask Envoy's rate limit service (scripts/bench/grpc-load.ts). The scenarios are
+ * would ask Envoy's rate limit service (scripts/bench/grpc-load.ts). While a
+ * scenario runs, the servers it does not use are paused (see `bystanders`). The scenarios are
  * interleaved round after round so that drift in the machine's load falls on
  * all of them alike; each figure of the table is the median over the rounds,
  * after one short warm-up run of every scenario, and each ratio of the goals
@@ -103,6 +104,8 @@ interface Scenario {
   /** autocannon's connections, or the client's concurrent callers. */
   connections: number;
   decisionsPerRequest: number;
+  /** The server processes the run drives, when not only `server`: none of them is paused for it. */
+  uses?: readonly ServerProcess[];
   /** The run's figures; generatorCpuMs: the CPU its load generator used when that is not this process (the client's). */
   drive(seconds: number): Promise<LoadResult & { generatorCpuMs?: number }>;
 }
@@ -135,6 +138,22 @@ type Rounds = Map<Scenario, Measured[]>;
 /** Set once the bench knows its Redis: that Redis's CPU time so far, when it runs on this machine. */
 let redisCpuMs: (() => number) | null = null;
 
+/**
+ * The servers the bench pauses while it runs a scenario that does not use
+ * them (ServerProcess.pause): on two cores, idle servers' wakeups showed in
+ * the measured one's latencies. Every server it starts, but the one the
+ * client process holds its invalidation subscription on: paused, that server
+ * would miss the client's pings, and the client would drop its refusal cache.
+ */
+const bystanders: ServerProcess[] = [];
+
+/** Pauses the bystanders a scenario does not use, then resumes those it does. */
+async function onlyWhatRuns(scenario: Scenario): Promise<void> {
+  const used = scenario.uses ?? [scenario.server];
+  for (const server of bystanders) if (!used.includes(server)) server.pause();
+  for (const server of used) if (bystanders.includes(server)) await server.resume();
+}
+
 async function main(): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];
   const redis = new Redis(REDIS_URL, { lazyConnect: true });
@@ -164,6 +183,7 @@ async function main(): Promise<void> {
     ]);
     const servers: Servers = { floodgate, floodgateMany, floodgateOverrides, floodgateNoCache, floodgateNoUsage, baseline };
     cleanups.push(() => Promise.all(Object.values(servers).map((s) => s.stop())));
+    bystanders.push(floodgateMany, floodgateOverrides, floodgateNoCache, floodgateNoUsage, baseline);
 
     const batches = batchBodies();
     const attack = [floodgateBody(ATTACK_TENANT, ATTACKER)];
@@ -224,7 +244,7 @@ function batchBodies(): string[] {
 }
 
 /** What the ceiling's row names as its server: redis-benchmark, whose CPU the bench does not read (Redis's it does). */
-const REDIS_BENCHMARK: ServerProcess = { name: "redis-benchmark, decide.lua alone", url: REDIS_URL, cpuMs: () => NaN, stop: async () => {} };
+const REDIS_BENCHMARK: ServerProcess = { name: "redis-benchmark, decide.lua alone", url: REDIS_URL, cpuMs: () => NaN, pause: () => {}, resume: async () => {}, stop: async () => {} };
 
 /**
  * The ceiling as a scenario of the rounds: redis-benchmark (-c 32 -P 16)
@@ -290,6 +310,7 @@ function shareOfCeiling(rounds: Rounds, row: Scenario, ceiling: Scenario): { med
 async function compareBatch(redis: Redis, databaseUrl: string, rules: Rule[], cleanups: (() => Promise<unknown>)[]): Promise<void> {
   const [floodgate, second] = await Promise.all([startFloodgate("floodgate", databaseUrl, {}), startFloodgate("floodgate", databaseUrl, {})]);
   cleanups.push(() => Promise.all([floodgate.stop(), second.stop()]));
+  bystanders.push(floodgate, second);
   const bodies = batchBodies();
   const ceiling = ceilingScenario(redis, rules);
   const one = http(`checkLimitsBatch of ${BATCH}`, floodgate, BATCH_CONNECTIONS, bodies, BATCH);
@@ -297,6 +318,7 @@ async function compareBatch(redis: Redis, databaseUrl: string, rules: Rule[], cl
   const two: Scenario = {
     ...one,
     server: both,
+    uses: [floodgate, second],
     drive: (seconds) => drive({ url: [floodgate.url, second.url], connections: BATCH_CONNECTIONS, seconds, bodies, headers: AUTHORIZATION }),
   };
   console.log(header());
@@ -314,6 +336,10 @@ function instancesOf(name: string, servers: readonly ServerProcess[]): ServerPro
     name,
     url: servers[0]!.url,
     cpuMs: () => servers.reduce((sum, server) => sum + server.cpuMs(), 0),
+    pause: () => servers.forEach((server) => server.pause()),
+    resume: async () => {
+      for (const server of servers) await server.resume();
+    },
     stop: async () => {
       await Promise.all(servers.map((server) => server.stop()));
     },
@@ -331,6 +357,7 @@ async function compareOverrides(plainUrl: string, overriddenUrl: string, bodies:
     startFloodgate(`floodgate, ${MANY_OVERRIDES.toLocaleString("en")} overrides on one rule`, overriddenUrl, {}),
   ]);
   cleanups.push(() => Promise.all([plain.stop(), overridden.stop()]));
+  bystanders.push(plain, overridden);
   for (const server of [plain, overridden]) await expectDecision(server, bodies[0]!, true);
   const [a, b] = [http("single check", plain, 32, bodies), http("single check", overridden, 32, bodies)];
   console.log(header());
@@ -350,6 +377,7 @@ async function compareOverrides(plainUrl: string, overriddenUrl: string, bodies:
 async function compareClient(databaseUrl: string, bodies: string[], cleanups: (() => Promise<unknown>)[]): Promise<void> {
   const [floodgate, baseline] = await Promise.all([startFloodgate("floodgate", databaseUrl, {}), startBaseline()]);
   cleanups.push(() => Promise.all([floodgate.stop(), baseline.stop()]));
+  bystanders.push(baseline);
   await expectDecision(floodgate, bodies[0]!, true);
   await expectDecision(baseline, baselineBody(CALLERS[0]!), true);
   const client = await startClientDriver({ url: floodgate.url, token: TOKEN });
@@ -382,7 +410,10 @@ async function compareClient(databaseUrl: string, bodies: string[], cleanups: ((
 
 /** One short warm-up run of every scenario, then ROUNDS rounds of all of them in turn: each scenario's runs. */
 async function measureInRounds(scenarios: readonly Scenario[], afterWarmUp: () => void = () => {}): Promise<Rounds> {
-  for (const scenario of scenarios) await scenario.drive(Math.min(SECONDS, 2));
+  for (const scenario of scenarios) {
+    await onlyWhatRuns(scenario);
+    await scenario.drive(Math.min(SECONDS, 2));
+  }
   afterWarmUp();
   const rounds = new Map<Scenario, Measured[]>(scenarios.map((s) => [s, []]));
   for (let round = 1; round <= ROUNDS; round++) {
@@ -435,6 +466,7 @@ function clientScenario(name: string, server: ServerProcess, client: ClientProce
 }
 
 async function measure(scenario: Scenario): Promise<Measured> {
+  await onlyWhatRuns(scenario);
   const cpuBefore = scenario.server.cpuMs();
   const redisBefore = redisCpuMs?.() ?? NaN;
   const ownBefore = process.cpuUsage();

@@ -12,6 +12,15 @@ export interface ServerProcess {
   readonly url: string;
   /** User plus system CPU time the process has used so far, in milliseconds. */
   cpuMs(): number;
+  /**
+   * Stops the process where it stands (SIGSTOP) while the bench measures
+   * another: an idle server still wakes up (its timers, its periodic rule
+   * reload), and on two cores those wakeups land in the measured server's
+   * latencies.
+   */
+  pause(): void;
+  /** Lets a paused process go on (SIGCONT), and waits until the work it owes (timers that came due while it was paused) is done. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -27,6 +36,9 @@ export function nodeFlagsOfStart(): string[] {
 
 const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
 const READY_TIMEOUT_MS = 120_000;
+/** A resumed process is settled once it spends under a tenth of a core over SETTLE_WINDOW_MS; it is given SETTLE_TIMEOUT_MS at most. */
+const SETTLE_WINDOW_MS = 200;
+const SETTLE_TIMEOUT_MS = 15_000;
 
 export async function startServer(options: {
   name: string;
@@ -54,18 +66,46 @@ export async function startServer(options: {
     child.kill("SIGKILL");
     throw new Error(`${options.name} did not start: ${(error as Error).message}\n${output}`);
   }
+  let paused = false;
+  const cpuMs = () => processCpuMs(child.pid!);
+  const resume = async () => {
+    if (!paused || child.exitCode !== null) return;
+    child.kill("SIGCONT");
+    paused = false;
+    await settled(cpuMs);
+  };
   return {
     name: options.name,
     url: options.url,
-    cpuMs: () => processCpuMs(child.pid!),
+    cpuMs,
+    pause: () => {
+      if (paused || child.exitCode !== null) return;
+      child.kill("SIGSTOP");
+      paused = true;
+    },
+    resume,
     stop: async () => {
       if (child.exitCode !== null) return;
+      // A stopped process keeps a SIGTERM pending until it runs again.
+      if (paused) child.kill("SIGCONT");
       child.kill("SIGTERM");
       const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
       await exited;
       clearTimeout(timer);
     },
   };
+}
+
+/** Waits until a process spends under a tenth of a core over SETTLE_WINDOW_MS (CPU time read by `cpuMs`), or SETTLE_TIMEOUT_MS has passed. */
+async function settled(cpuMs: () => number): Promise<void> {
+  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  let before = cpuMs();
+  do {
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_WINDOW_MS));
+    const now = cpuMs();
+    if (now - before < SETTLE_WINDOW_MS / 10) return;
+    before = now;
+  } while (Date.now() < deadline);
 }
 
 /** Polls `url` until it answers 200; throws when the process exits first or `timeoutMs` passes. */
