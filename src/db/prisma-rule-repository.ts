@@ -181,6 +181,27 @@ export class PrismaRuleRepository implements RuleRepository {
     return (await reading(() => this.prisma.ruleOverride.findMany({ where: { OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] } }))).map(toOverride);
   }
 
+  async changeMark(): Promise<string> {
+    // Every write records a revision, so their count alone moves with every write made through Floodgate; the
+    // tables' own counts, latest writes and versions catch a row changed by hand with its version or timestamp.
+    const [revisions, rules, overrides] = await reading(() =>
+      Promise.all([
+        this.prisma.ruleRevision.count(),
+        this.prisma.rule.aggregate({ _count: { _all: true }, _max: { updatedAt: true }, _sum: { version: true } }),
+        this.prisma.ruleOverride.aggregate({ _count: { _all: true }, _max: { updatedAt: true }, _sum: { version: true } }),
+      ]),
+    );
+    return [
+      revisions,
+      rules._count._all,
+      rules._max.updatedAt?.getTime() ?? "",
+      rules._sum.version ?? 0,
+      overrides._count._all,
+      overrides._max.updatedAt?.getTime() ?? "",
+      overrides._sum.version ?? 0,
+    ].join(":");
+  }
+
   async pageOverrides(ruleId: string, first: number, after: string | null): Promise<Override[]> {
     const rows = await reading(() =>
       this.prisma.ruleOverride.findMany({ where: { ruleId, ...(after === null ? {} : { id: { gt: after } }) }, orderBy: { id: "asc" }, take: first }),

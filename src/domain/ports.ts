@@ -183,6 +183,13 @@ export interface RuleRepository {
   getOverride(id: string): Promise<Override | null>;
   /** The overrides not expired by now, of every rule. */
   listOverrides(): Promise<Override[]>;
+  /**
+   * A text that differs whenever a rule or an override has been written
+   * since it was read (each write records a revision, and changes the rows),
+   * read without reading the rules: the periodic reload reloads only when it
+   * has changed.
+   */
+  changeMark(): Promise<string>;
   /** Up to `first` overrides of the rule, by id, after the id `after`. */
   pageOverrides(ruleId: string, first: number, after: string | null): Promise<Override[]>;
   close(): Promise<void>;

@@ -211,6 +211,41 @@ function ruleRepositoryCases(target: () => Promise<DatabaseTarget>): void {
     });
   });
 
+  describe("changeMark", () => {
+    it("moves with every write, on a clock that stands still, and with nothing else", async () => {
+      const marks: string[] = [await subject.repo.changeMark()];
+      const expectMoved = async () => {
+        const mark = await subject.repo.changeMark();
+        expect(marks).not.toContain(mark);
+        marks.push(mark);
+      };
+      await subject.repo.create("r1", spec());
+      await expectMoved();
+      await subject.repo.list();
+      await subject.repo.listOverrides();
+      expect(await subject.repo.changeMark()).toBe(marks.at(-1));
+      await subject.repo.update("r1", spec({ limit: 9 }), 1);
+      await expectMoved();
+      const override: OverrideSpec = { ruleId: "r1", dimension: "USER", attributeKey: null, match: "EXACT", identifier: "alice", limit: 50, burst: null, window: 1, windowUnit: "MINUTES", expiresAt: null, note: null };
+      await subject.repo.setOverride("o1", override);
+      await expectMoved();
+      await subject.repo.setOverride("o2", { ...override, limit: 60 });
+      await expectMoved();
+      await subject.repo.deleteOverride("o1");
+      await expectMoved();
+      await subject.repo.delete("r1");
+      await expectMoved();
+      // The same count of rules, at the same version, written at the same instant: the revisions still tell.
+      await subject.repo.create("r2", spec());
+      const before = await subject.repo.changeMark();
+      await subject.repo.delete("r2");
+      await subject.repo.create("r3", spec());
+      expect(await subject.repo.changeMark()).not.toBe(before);
+      await subject.repo.writeAll([{ kind: "update", id: "r3", spec: spec({ limit: 3 }), version: 1 }]);
+      await expectMoved();
+    });
+  });
+
   describe("delete", () => {
     it("returns the rule as it was", async () => {
       const created = await subject.repo.create("r1", spec());

@@ -18,6 +18,13 @@ export class InMemoryRuleRepository implements RuleRepository {
     return [...this.rules.values()];
   }
 
+  /** Every write records a revision: their number is the mark. */
+  async changeMark(): Promise<string> {
+    let revisions = 0;
+    for (const history of this.revisions.values()) revisions += history.length;
+    return String(revisions);
+  }
+
   async get(id: string): Promise<Rule | null> {
     return this.rules.get(id) ?? null;
   }

@@ -4,7 +4,7 @@
  * "instances" here are two books on one in-process bus over one repository.
  */
 
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { RuleChange } from "../../../src/domain/events.js";
 import { systemClock } from "../../../src/domain/ports.js";
 import type { Rule } from "../../../src/domain/rule.js";
@@ -12,7 +12,7 @@ import { specOf } from "../../../src/domain/rule-validation.js";
 import { BOOTSTRAP } from "../../../src/engine/access/api-key-service.js";
 import { RuleBook } from "../../../src/engine/decision/rule-book.js";
 import { RuleService } from "../../../src/engine/rules/rule-service.js";
-import type { RuleSync } from "../../../src/engine/rules/rule-sync.js";
+import { FULL_RELOAD_EVERY, type RuleSync } from "../../../src/engine/rules/rule-sync.js";
 import { InProcessEventBus } from "../../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../../src/store/memory/memory-counter-store.js";
 import { makeRule } from "../../support/domain-factory.js";
@@ -68,6 +68,64 @@ describe("RuleSync", () => {
     expect(book.get("r1")).toBeNull();
     await sync.reload();
     expect(book.get("r1")?.limit).toBe(5);
+  });
+
+  describe("each period of the safety net", () => {
+    it("reads only the change mark while nothing is written, and reloads once something is", async () => {
+      await repository.create("r1", SPEC);
+      await sync.start();
+      const lists = vi.spyOn(repository, "list");
+      expect(await sync.refresh()).toBe(false);
+      expect(await sync.refresh()).toBe(false);
+      expect(lists).not.toHaveBeenCalled();
+      await repository.update("r1", { ...SPEC, limit: 7 }, 1);
+      expect(await sync.refresh()).toBe(true);
+      expect(lists).toHaveBeenCalledTimes(1);
+      expect(book.get("r1")?.limit).toBe(7);
+      expect(await sync.refresh()).toBe(false);
+    });
+
+    it("picks up a rule created, an override set and one deleted whose messages never arrived", async () => {
+      await sync.start();
+      await repository.create("r1", SPEC);
+      expect(await sync.refresh()).toBe(true);
+      expect(book.get("r1")).not.toBeNull();
+      const override = { ruleId: "r1", dimension: "USER", attributeKey: null, match: "EXACT", identifier: "alice", limit: 50, burst: null, window: 1, windowUnit: "MINUTES", expiresAt: null, note: null } as const;
+      await repository.setOverride("o1", override);
+      expect(await sync.refresh()).toBe(true);
+      expect(book.get("r1")?.version).toBe(2);
+      await repository.deleteOverride("o1");
+      expect(await sync.refresh()).toBe(true);
+      expect(book.get("r1")?.version).toBe(3);
+    });
+
+    it("reloads in full every FULL_RELOAD_EVERY periods however still the mark", async () => {
+      await sync.start();
+      const lists = vi.spyOn(repository, "list");
+      for (let period = 1; period < FULL_RELOAD_EVERY; period++) expect(await sync.refresh()).toBe(false);
+      expect(await sync.refresh()).toBe(true);
+      expect(lists).toHaveBeenCalledTimes(1);
+      expect(await sync.refresh()).toBe(false);
+    });
+
+    it("reloads when a write lands between the mark and the lists it is read before", async () => {
+      await sync.start();
+      const list = repository.list.bind(repository);
+      let writeDuringReload = true;
+      vi.spyOn(repository, "list").mockImplementation(async () => {
+        if (writeDuringReload) {
+          writeDuringReload = false;
+          await repository.create("r2", { ...SPEC, name: "late" });
+        }
+        return list();
+      });
+      await repository.create("r1", SPEC);
+      expect(await sync.refresh()).toBe(true);
+      // The write made during the reload is in the book, and the mark read before it makes the next period reload again.
+      expect(book.get("r2")).not.toBeNull();
+      expect(await sync.refresh()).toBe(true);
+      expect(await sync.refresh()).toBe(false);
+    });
   });
 
   it("never goes back to an older version: not for a late message, not for a reload that read before a change", async () => {
