@@ -8,7 +8,7 @@ const BREAKER_VALUES: Record<BreakerState, number> = { closed: 0, "half-open": 1
 
 export interface MetricsSources {
   ruleCount: () => number;
-  /** When the rules were last loaded in full, or null. */
+  /** When the rules were last known to be the database's (RuleBook.lastLoadedAt), or null. */
   rulesLoadedAt: () => Date | null;
 }
 
@@ -108,7 +108,7 @@ export class PrometheusTelemetry implements Telemetry {
     });
     new Gauge({
       name: "floodgate_rules_load_age_seconds",
-      help: "Seconds since the rules were last loaded in full.",
+      help: "Seconds since the rules were last known to be the database's: loaded in full, or found with nothing written since.",
       registers,
       collect() {
         const at = sources.rulesLoadedAt();

@@ -169,8 +169,14 @@ export class RuleBook {
     return this.rules.size;
   }
 
+  /** When the rules were last known to be the database's: their last load, or a later look that found nothing written since (markCurrent). */
   get lastLoadedAt(): Date | null {
     return this.loadedAt;
+  }
+
+  /** The database was found to hold nothing written since the last load: the rules are as current as a load now would make them. */
+  markCurrent(): void {
+    if (this.loadedAt !== null) this.loadedAt = new Date();
   }
 
   private reindex(): void {

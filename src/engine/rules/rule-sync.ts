@@ -123,7 +123,11 @@ export class RuleSync {
    */
   async refresh(): Promise<boolean> {
     this.periodsSinceReload++;
-    if (this.loadedMark !== null && this.periodsSinceReload < FULL_RELOAD_EVERY && (await this.options.repository.changeMark()) === this.loadedMark) return false;
+    if (this.loadedMark !== null && this.periodsSinceReload < FULL_RELOAD_EVERY && (await this.options.repository.changeMark()) === this.loadedMark) {
+      // The load age (Health.rules.loadedAt, floodgate_rules_load_age_seconds) tells how current the rules are known to be.
+      this.options.book.markCurrent();
+      return false;
+    }
     await this.reload();
     return true;
   }

@@ -99,6 +99,19 @@ describe("RuleSync", () => {
       expect(book.get("r1")?.version).toBe(3);
     });
 
+    it("moves the load age when it finds nothing written: the rules are known current as of then", async () => {
+      vi.useFakeTimers({ toFake: ["Date"] });
+      try {
+        vi.setSystemTime(new Date("2026-12-06T12:00:00Z"));
+        await sync.start();
+        vi.setSystemTime(new Date("2026-12-06T12:00:30Z"));
+        expect(await sync.refresh()).toBe(false);
+        expect(book.lastLoadedAt).toEqual(new Date("2026-12-06T12:00:30Z"));
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
     it("reloads in full every FULL_RELOAD_EVERY periods however still the mark", async () => {
       await sync.start();
       const lists = vi.spyOn(repository, "list");
