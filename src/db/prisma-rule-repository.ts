@@ -182,8 +182,9 @@ export class PrismaRuleRepository implements RuleRepository {
   }
 
   async changeMark(): Promise<string> {
-    // Every write records a revision, so their count alone moves with every write made through Floodgate; the
-    // tables' own counts, latest writes and versions catch a row changed by hand with its version or timestamp.
+    // Every write records a revision, so their count alone moves with every write, a rule created and deleted between
+    // two reads included (the live tables are then as they were). Counting them grows with the history: about 20 ms of
+    // Postgres a read at 300,000 revisions. The tables' counts, latest writes and versions catch a row written by hand.
     const [revisions, rules, overrides] = await reading(() =>
       Promise.all([
         this.prisma.ruleRevision.count(),

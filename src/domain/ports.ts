@@ -184,10 +184,10 @@ export interface RuleRepository {
   /** The overrides not expired by now, of every rule. */
   listOverrides(): Promise<Override[]>;
   /**
-   * A text that differs whenever a rule or an override has been written
-   * since it was read (each write records a revision, and changes the rows),
-   * read without reading the rules: the periodic reload reloads only when it
-   * has changed.
+   * A text that differs once a rule or an override has been written since it
+   * was read (each write records a revision in the same transaction), read
+   * without reading the rules: the periodic reload reloads only when it has
+   * changed.
    */
   changeMark(): Promise<string>;
   /** Up to `first` overrides of the rule, by id, after the id `after`. */

@@ -212,7 +212,7 @@ function ruleRepositoryCases(target: () => Promise<DatabaseTarget>): void {
   });
 
   describe("changeMark", () => {
-    it("moves with every write, on a clock that stands still, and with nothing else", async () => {
+    it("moves with every write, on a clock that stands still, and with nothing else, even back to a state it had", async () => {
       const marks: string[] = [await subject.repo.changeMark()];
       const expectMoved = async () => {
         const mark = await subject.repo.changeMark();

@@ -44,9 +44,8 @@ const SNAPSHOT_DELAY_MS = 200;
 
 /**
  * Periods after which a reload runs even with the mark unchanged (10 minutes
- * at the default 30 s): expired overrides leave memory then, and a change the
- * mark cannot see (a row edited by hand with its version and timestamp kept)
- * is picked up.
+ * at the default 30 s): expired overrides, which no check applies, leave
+ * memory then.
  */
 export const FULL_RELOAD_EVERY = 20;
 
@@ -60,6 +59,8 @@ export class RuleSync {
   private loadedMark: string | null = null;
   /** Periods since the last reload. */
   private periodsSinceReload = 0;
+  /** Whether the last snapshot write failed: a period that does not reload writes it again. */
+  private snapshotUnsaved = false;
 
   constructor(private readonly options: RuleSyncOptions) {}
 
@@ -126,6 +127,8 @@ export class RuleSync {
     if (this.loadedMark !== null && this.periodsSinceReload < FULL_RELOAD_EVERY && (await this.options.repository.changeMark()) === this.loadedMark) {
       // The load age (Health.rules.loadedAt, floodgate_rules_load_age_seconds) tells how current the rules are known to be.
       this.options.book.markCurrent();
+      // A reload wrote the snapshot every period: one that failed (a full disk) is not left failed until the next reload.
+      if (this.snapshotUnsaved) await this.saveSnapshot();
       return false;
     }
     await this.reload();
@@ -165,6 +168,13 @@ export class RuleSync {
 
   private async saveSnapshot(): Promise<void> {
     const { snapshot, book, log } = this.options;
-    await snapshot?.write(book.list()).catch((error: unknown) => log.warn({ err: error }, "could not save the rule snapshot"));
+    if (snapshot === null) return;
+    try {
+      await snapshot.write(book.list());
+      this.snapshotUnsaved = false;
+    } catch (error) {
+      this.snapshotUnsaved = true;
+      log.warn({ err: error }, "could not save the rule snapshot");
+    }
   }
 }

@@ -6,13 +6,13 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { RuleChange } from "../../../src/domain/events.js";
-import { systemClock } from "../../../src/domain/ports.js";
+import { systemClock, type RuleSnapshot } from "../../../src/domain/ports.js";
 import type { Rule } from "../../../src/domain/rule.js";
 import { specOf } from "../../../src/domain/rule-validation.js";
 import { BOOTSTRAP } from "../../../src/engine/access/api-key-service.js";
 import { RuleBook } from "../../../src/engine/decision/rule-book.js";
 import { RuleService } from "../../../src/engine/rules/rule-service.js";
-import { FULL_RELOAD_EVERY, type RuleSync } from "../../../src/engine/rules/rule-sync.js";
+import { FULL_RELOAD_EVERY, RuleSync } from "../../../src/engine/rules/rule-sync.js";
 import { InProcessEventBus } from "../../../src/store/memory/in-process-event-bus.js";
 import { MemoryCounterStore } from "../../../src/store/memory/memory-counter-store.js";
 import { makeRule } from "../../support/domain-factory.js";
@@ -85,6 +85,16 @@ describe("RuleSync", () => {
       expect(await sync.refresh()).toBe(false);
     });
 
+    it("drops a rule created and deleted between two periods whose deletion message never arrived", async () => {
+      await sync.start();
+      const created = await repository.create("r1", SPEC);
+      await events.publish("ruleChange", change("CREATED", created));
+      await repository.delete("r1");
+      expect(book.get("r1")).not.toBeNull();
+      expect(await sync.refresh()).toBe(true);
+      expect(book.get("r1")).toBeNull();
+    });
+
     it("picks up a rule created, an override set and one deleted whose messages never arrived", async () => {
       await sync.start();
       await repository.create("r1", SPEC);
@@ -110,6 +120,28 @@ describe("RuleSync", () => {
       } finally {
         vi.useRealTimers();
       }
+    });
+
+    it("writes again a snapshot whose write failed, without a reload", async () => {
+      const written: Rule[][] = [];
+      let failing = true;
+      const snapshot: RuleSnapshot = {
+        read: async () => null,
+        write: async (items) => {
+          if (failing) throw new Error("ENOSPC: no space left on device");
+          written.push([...items]);
+        },
+      };
+      const withSnapshot = new RuleSync({ repository, book, events, prepare: async () => undefined, snapshot, reloadIntervalMs: 0, retryMs: 1000, log: { info: () => undefined, warn: () => undefined } });
+      await repository.create("r1", SPEC);
+      await withSnapshot.start();
+      expect(written).toEqual([]);
+      failing = false;
+      expect(await withSnapshot.refresh()).toBe(false);
+      expect(written.map((rules) => rules.map((rule) => rule.id))).toEqual([["r1"]]);
+      expect(await withSnapshot.refresh()).toBe(false);
+      expect(written).toHaveLength(1);
+      await withSnapshot.close();
     });
 
     it("reloads in full every FULL_RELOAD_EVERY periods however still the mark", async () => {
