@@ -52,28 +52,40 @@ export interface ApiContext {
 }
 
 /**
- * Never cached (every check counts) and never split: the operation's checks
- * stay one batch, authorized together. An admitted operation makes at most
- * MAX_BATCH checks (operation-checks.ts), so maxBatchSize splits none; it
- * bounds what one call of the limiter is ever handed all the same. The same
- * object for every request.
+ * Never cached (every check counts), and no bound on the fields gathered:
+ * the operation's checks stay one batch, authorized together. A key is one
+ * field's checks (a checkLimitsBatch's whole list), so that a batch of a
+ * hundred is one load, not a hundred promises. The same object for every
+ * request.
  */
-const CHECK_LOADER_OPTIONS = { cache: false, maxBatchSize: MAX_BATCH } as const;
+const CHECK_LOADER_OPTIONS = { cache: false } as const;
 
 export function createContext(services: Services, principal: Principal, requestId: string): ApiContext {
   // Apollo hands resolvers a shallow copy of the context: the refusal lives here, shared by every copy.
   let refused: { error: unknown } | null = null;
-  const loader = new DataLoader<CheckRequest, Decision>(
-    (requests) => (refused === null ? services.limiter.check(principal, requests) : Promise.reject(refused.error)),
-    CHECK_LOADER_OPTIONS,
-  );
+  const loader = new DataLoader<readonly CheckRequest[], Decision[]>((fields) => (refused === null ? checkFields(services.limiter, principal, fields) : Promise.reject(refused.error)), CHECK_LOADER_OPTIONS);
   return {
     services,
     principal,
     requestId,
-    check: (requests) => Promise.all(requests.map((request) => loader.load(request))),
+    check: (requests) => loader.load(requests),
     refuseChecks: (error) => {
       refused ??= { error };
     },
   };
+}
+
+/**
+ * Every field's checks decided in one call of the limiter, and handed back
+ * field by field. An admitted operation makes at most MAX_BATCH checks
+ * (operation-checks.ts), so none is split; what one call of the limiter is
+ * handed stays bounded all the same, whatever a context is given.
+ */
+async function checkFields(limiter: Limiter, principal: Principal, fields: readonly (readonly CheckRequest[])[]): Promise<Decision[][]> {
+  const requests = fields.length === 1 ? fields[0]! : ([] as CheckRequest[]).concat(...fields);
+  const calls: Promise<Decision[]>[] = [];
+  for (let from = 0; from < requests.length; from += MAX_BATCH) calls.push(limiter.check(principal, requests.length <= MAX_BATCH ? requests : requests.slice(from, from + MAX_BATCH)));
+  const decisions = calls.length === 1 ? await calls[0]! : ([] as Decision[]).concat(...(await Promise.all(calls)));
+  let next = 0;
+  return fields.map((field) => decisions.slice(next, (next += field.length)));
 }

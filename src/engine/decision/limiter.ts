@@ -363,6 +363,10 @@ export class Limiter {
   }
 
   private decision(applicable: readonly Applicable[], readings: readonly Reading[], { allowed, degraded, decidedAtMs, source, lease }: Reached): Decision {
+    // One Date for the decision's instant, shared by every result read then (all of them, from the store): a
+    // Date is made by a call into V8's C++ (35 ns in a loop here), and a check of three rules made seven.
+    // Nothing changes a decision's Dates once made.
+    const decidedAt = new Date(decidedAtMs);
     const unranked: Ranked[] = applicable.map(({ compiled, key, params, override, overrideEndsInMs }, i) => {
       const { outcome, consulted, readAtMs, resetInMs } = readings[i]!;
       // A bucket refused under an override may conform once the override ends and the rule's own limit applies
@@ -387,7 +391,7 @@ export class Limiter {
           retryAfterMs,
           delayMs: outcome.delayMs,
           consulted,
-          readAt: readAtMs === null ? null : new Date(readAtMs),
+          readAt: readAtMs === null ? null : readAtMs === decidedAtMs ? decidedAt : new Date(readAtMs),
           nearLimit: isNearLimit(outcome.conforming, outcome.remaining, params.capacity),
         },
       };
@@ -397,14 +401,19 @@ export class Limiter {
       enforcing,
       deciding: { result: deciding },
     } = rank(unranked);
-    const throttled = ranked.filter((r) => r.compiled.rule.action === "THROTTLE");
+    let delayMs: number | null = null;
+    for (const r of ranked) if (r.compiled.rule.action === "THROTTLE") delayMs = Math.max(delayMs ?? 0, r.result.delayMs);
+    const policies: { key: string; policyItem: string }[] = [];
+    for (const { compiled, key, params, override } of applicable) {
+      if (compiled.rule.action !== "LOG_ONLY") policies.push({ key, policyItem: override === null ? compiled.policyItem : policyItemOf(compiled.policyName, params) });
+    }
     const retryAfter = allowed ? null : deciding.retryAfter;
     const retryAfterMs = allowed ? null : deciding.retryAfterMs;
     const granted = allowed && lease !== null ? grantedLease(applicable, readings, lease, decidedAtMs) : null;
     const decision: Decision = {
       allowed,
       degraded,
-      decidedAt: new Date(decidedAtMs),
+      decidedAt,
       source,
       reason: null,
       rule: deciding.rule,
@@ -414,16 +423,14 @@ export class Limiter {
       resetAt: deciding.resetAt,
       retryAfter,
       retryAfterMs,
-      delayMs: allowed && throttled.length > 0 ? Math.max(...throttled.map((r) => r.result.delayMs)) : null,
+      delayMs: allowed ? delayMs : null,
       nearLimit: allowed && enforcing.some((r) => r.result.nearLimit),
       results: ranked.map((r) => r.result),
       headers: rateLimitHeaders({
         allowed,
         retryAfter,
         deciding: enforcing[0]?.result ?? null,
-        policies: applicable
-          .filter(({ compiled }) => compiled.rule.action !== "LOG_ONLY")
-          .map(({ compiled, key, params, override }) => ({ key, policyItem: override === null ? compiled.policyItem : policyItemOf(compiled.policyName, params) })),
+        policies,
         limits: enforcing.map(serviceLimit),
       }),
     };

@@ -156,7 +156,7 @@ export class RedisCounterStore implements ShardedCounterStore {
       buckets.map((bucket) => {
         const field = this.layout.field(bucket.key);
         const { pageA, pageB } = this.layout.keysOf(bucket.ruleId, field);
-        return this.redis.floodgateState(pageA, pageB, now, specOf(bucket.params, now === "" ? Date.now() : now), field);
+        return this.redis.floodgateState(pageA, pageB, now, specOf(bucket.params, now === "" ? null : now), field);
       }),
     );
   }
@@ -168,7 +168,7 @@ export class RedisCounterStore implements ShardedCounterStore {
       copies.map(({ bucket, region, state }) => {
         const field = this.layout.field(bucket.key);
         const { pageA, pageB } = this.layout.keysOf(bucket.ruleId, field);
-        return this.redis.floodgateMerge(pageA, pageB, now, specOf(bucket.params, now === "" ? Date.now() : now), field, region, state);
+        return this.redis.floodgateMerge(pageA, pageB, now, specOf(bucket.params, now === "" ? null : now), field, region, state);
       }),
     );
   }

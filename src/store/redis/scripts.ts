@@ -81,14 +81,15 @@ export type ScriptArgs = [numberOfKeys: number, ...keysAndArgs: (string | number
 const specs = new WeakMap<LimitParams, string>();
 const calendarSpecs = new WeakMap<LimitParams, { boundaries: readonly number[]; spec: string }>();
 
-export function specOf(params: LimitParams, nowMs: number): string {
+/** `nowMs` null: this instance's clock, read only for a calendar (Date.now() is a call into V8's C++, and most rules have none). */
+export function specOf(params: LimitParams, nowMs: number | null): string {
   const { calendar } = params;
   if (calendar === undefined) {
     let spec = specs.get(params);
     if (spec === undefined) specs.set(params, (spec = specText(params, "")));
     return spec;
   }
-  const boundaries = calendarBoundaries(nowMs, calendar);
+  const boundaries = calendarBoundaries(nowMs ?? Date.now(), calendar);
   const known = calendarSpecs.get(params);
   if (known?.boundaries === boundaries) return known.spec;
   const spec = specText(params, `:C:${calendarMarker(calendar)}:${boundaries.join(",")}`);
@@ -116,7 +117,7 @@ export function decideArgs(layout: KeyLayout, call: CounterCall, buckets: readon
     const bucket = call.buckets[i]!;
     const field = layout.field(bucket.key);
     for (const key of layout.scriptKeys(bucket, field)) keys.push(key);
-    args.push(specOf(bucket.params, nowMs ?? Date.now()), bucket.params.algorithm === "CONCURRENCY" ? leaseOf(call) : field);
+    args.push(specOf(bucket.params, nowMs), bucket.params.algorithm === "CONCURRENCY" ? leaseOf(call) : field);
   }
   const all: ScriptArgs = [keys.length];
   for (const key of keys) all.push(key);
