@@ -84,8 +84,8 @@ export function createContext(services: Services, principal: Principal, requestI
 async function checkFields(limiter: Limiter, principal: Principal, fields: readonly (readonly CheckRequest[])[]): Promise<Decision[][]> {
   const requests = fields.length === 1 ? fields[0]! : ([] as CheckRequest[]).concat(...fields);
   const calls: Promise<Decision[]>[] = [];
-  for (let from = 0; from < requests.length; from += MAX_BATCH) calls.push(limiter.check(principal, requests.length <= MAX_BATCH ? requests : requests.slice(from, from + MAX_BATCH)));
-  const decisions = calls.length === 1 ? await calls[0]! : ([] as Decision[]).concat(...(await Promise.all(calls)));
+  for (let from = 0; from < requests.length; from += MAX_BATCH) calls.push(limiter.check(principal, requests.slice(from, from + MAX_BATCH)));
+  const decisions = ([] as Decision[]).concat(...(await Promise.all(calls)));
   let next = 0;
   return fields.map((field) => decisions.slice(next, (next += field.length)));
 }
