@@ -9,7 +9,7 @@ import { AccessListResolver } from "./resolvers/access-list.resolver.js";
 import { ApiKeyResolver } from "./resolvers/api-key.resolver.js";
 import { BanResolver } from "./resolvers/ban.resolver.js";
 import { EventResolver } from "./resolvers/event.resolver.js";
-import { LimitResolver, resolveChecksDirectly } from "./resolvers/limit.resolver.js";
+import { LimitResolver, resolveChecksDirectly, resolveHeaderLines } from "./resolvers/limit.resolver.js";
 import { OverrideResolver } from "./resolvers/override.resolver.js";
 import { RuleResolver } from "./resolvers/rule.resolver.js";
 import { RulesFileResolver } from "./resolvers/rules-file.resolver.js";
@@ -25,5 +25,6 @@ export async function buildApiSchema(events: EventBus, telemetry: Telemetry = no
     validate: false,
   });
   resolveChecksDirectly(schema);
+  resolveHeaderLines(schema);
   return schema;
 }

@@ -13,6 +13,7 @@
  * (FloodgateRules), which count nothing.
  */
 
+import { headersOfLines } from "../domain/header-lines.js";
 import { LruCache } from "../domain/lru-cache.js";
 import type { FloodgateDecision } from "./decision.js";
 import type { ClientRuleFragment, RuleVersionFragment, WireDecisionFragment } from "./generated/operations.js";
@@ -72,7 +73,7 @@ export class RuleBook {
       retryAfterMs: wire.m,
       delayMs: wire.w,
       nearLimit: wire.n,
-      headers: wire.h.map((h) => ({ name: h.n, value: h.v })),
+      headers: headersOfLines(wire.h),
       reason: reason === null ? null : { code: reason.c, message: reason.m, until: reason.u },
       lease: lease === null ? null : { id: lease.i, expiresAt: lease.x },
       rule,

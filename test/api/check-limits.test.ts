@@ -62,6 +62,11 @@ await describeOnEachStorage("checkLimits over HTTP", (suite) => {
       expect(denied.results.map((r) => r.nearLimit)).toEqual([false, false]);
     });
 
+    it("gives the same headers in headerLines, as Name: value lines joined by line feeds, allowed or denied", () => {
+      for (const decision of [...allowedRuns, denied]) expect(decision.headerLines).toBe(decision.headers.map((h) => `${h.name}: ${h.value}`).join("\n"));
+      expect(denied.headerLines).toMatch(/^X-RateLimit-Limit: 5\nX-RateLimit-Remaining: 0\nX-RateLimit-Reset: \d+\nRetry-After: \d+\nRateLimit-Policy: "per-user";q=5;w=60;pk=:[^\n]+\nRateLimit: "per-user";r=0;t=\d+;pk=:[^\n]+$/);
+    });
+
     it("denies the sixth request of u1, decided by the per-user rule, with retryAfter > 0", () => {
       expect(denied.allowed).toBe(false);
       expect(denied.rule?.id).toBe(perUser.id);
@@ -130,6 +135,7 @@ await describeOnEachStorage("checkLimits over HTTP", (suite) => {
       expect(decision).toMatchObject({ allowed: true, rule: null, action: null, limit: null, remaining: null, retryAfter: null, delayMs: null });
       expect(decision.results).toEqual([]);
       expect(decision.headers).toEqual([]);
+      expect(decision.headerLines).toBe("");
     });
 
     it("a rule keyed by USER does not apply to a request without a userId", async () => {

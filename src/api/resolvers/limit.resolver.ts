@@ -1,6 +1,7 @@
-import type { GraphQLFieldResolver, GraphQLSchema } from "graphql";
+import type { GraphQLFieldResolver, GraphQLObjectType, GraphQLSchema } from "graphql";
 import { Arg, Ctx, Mutation, Query, Resolver } from "type-graphql";
 import type { Decision } from "../../domain/decision.js";
+import { headerLinesOf } from "../../domain/header-lines.js";
 import { parseCheckRequest } from "../../domain/request.js";
 import type { ApiContext } from "../context.js";
 import { admitOperationChecks } from "../operation-checks.js";
@@ -75,4 +76,15 @@ export function resolveChecksDirectly(schema: GraphQLSchema): void {
   };
   fields.checkLimits!.resolve = checkLimits as GraphQLFieldResolver<unknown, unknown>;
   fields.checkLimitsBatch!.resolve = checkLimitsBatch as GraphQLFieldResolver<unknown, unknown>;
+}
+
+/**
+ * LimitDecision.headerLines, formed from the decision's headers only when
+ * selected (a decision holds the list alone): a resolve function of its own
+ * in the built schema, like the check fields', where a type-graphql field
+ * resolver would run its middleware chain for every decision.
+ */
+export function resolveHeaderLines(schema: GraphQLSchema): void {
+  const decision = schema.getType("LimitDecision") as GraphQLObjectType<Decision>;
+  decision.getFields().headerLines!.resolve = (decided: Decision) => headerLinesOf(decided.headers);
 }
