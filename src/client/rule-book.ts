@@ -13,6 +13,7 @@
  * (FloodgateRules), which count nothing.
  */
 
+import { isNearLimit, retryAfterOf } from "../domain/decision.js";
 import { headersOfLines } from "../domain/header-lines.js";
 import { LruCache } from "../domain/lru-cache.js";
 import type { FloodgateDecision } from "./decision.js";
@@ -57,7 +58,20 @@ export class RuleBook {
       const resultRule = this.find(r.u);
       if (resultRule === undefined) return null;
       const override = r.v === null ? null : { limit: r.v.l, burst: r.v.b, window: r.v.w, windowUnit: r.v.u, expiresAt: r.v.x };
-      results.push({ rule: resultRule, key: r.k, override, allowed: r.a, limit: r.l, remaining: r.r, resetAt: r.t, retryAfter: r.y, retryAfterMs: r.m, delayMs: r.w, consulted: r.q, nearLimit: r.n });
+      results.push({
+        rule: resultRule,
+        key: r.k,
+        override,
+        allowed: r.a,
+        limit: r.l,
+        remaining: r.r,
+        resetAt: r.t,
+        retryAfter: retryAfterOf(r.m),
+        retryAfterMs: r.m,
+        delayMs: r.w,
+        consulted: r.q,
+        nearLimit: isNearLimit(r.a, r.r, r.l),
+      });
     }
     const { o: reason, e: lease } = wire;
     return {

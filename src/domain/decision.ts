@@ -88,3 +88,8 @@ export interface Decision {
 export function isNearLimit(conforming: boolean, remaining: number, limit: number): boolean {
   return conforming && remaining * 10 < limit;
 }
+
+/** A rule result's retryAfter: its retryAfterMs in whole seconds, rounded up (null: no wait). */
+export function retryAfterOf(retryAfterMs: number | null): number | null {
+  return retryAfterMs === null ? null : Math.max(0, Math.ceil(retryAfterMs / 1000));
+}

@@ -66,6 +66,38 @@ await describeOnEachStorage("FloodgateClient", (suite) => {
       await expectSameDecision();
     });
 
+    it("hands back each rule's nearLimit and retryAfter as Floodgate forms them, though its batches do not carry them", async () => {
+      const tenantId = newTenant();
+      await perUser(tenantId, 10);
+      const client = track(patientClient(suite.t.app.url, await apiKey(suite.client, tenantId), { cache: false }));
+      const request = { tenantId, userId: "u1", ip: "10.0.0.1", method: "POST", resource: "/api/orders" };
+      const dryRun = { ...request, dryRun: true };
+      // Dry runs see the same counters; asked again until both fall in one second, which the headers' seconds depend on.
+      const bothAt = async () => {
+        for (;;) {
+          const viaClient = await client.check(dryRun);
+          const plain = (await suite.client.data(CheckLimitsAsTheClientHasItDocument, { request: dryRun })).checkLimits;
+          if (viaClient.decidedAt.slice(0, 19) === plain.decidedAt.slice(0, 19)) return { viaClient, plain };
+        }
+      };
+      // Nine of ten taken: the tenth would be admitted with none left, under a tenth of the limit.
+      await client.checkMany(Array.from({ length: 9 }, () => request));
+      const near = await bothAt();
+      expect(near.plain.results[0]).toMatchObject({ allowed: true, nearLimit: true, retryAfter: null });
+      expect(near.viaClient).toEqual({ ...near.plain, decidedAt: near.viaClient.decidedAt });
+      // All ten taken: refused, with a wait that moves with the millisecond each was decided at.
+      await client.check(request);
+      const { viaClient, plain } = await bothAt();
+      for (const decision of [viaClient, plain]) {
+        const [result] = decision.results;
+        expect(result).toMatchObject({ allowed: false, nearLimit: false });
+        expect(result!.retryAfterMs).toBeGreaterThan(0);
+        expect(result!.retryAfter).toBe(Math.ceil(result!.retryAfterMs! / 1000));
+      }
+      const withoutWaits = (decision: FloodgateDecision) => ({ ...decision, decidedAt: null, retryAfter: null, retryAfterMs: null, headers: null, results: decision.results.map((r) => ({ ...r, retryAfter: null, retryAfterMs: null })) });
+      expect(withoutWaits(viaClient)).toEqual(withoutWaits(plain));
+    });
+
     it("sends a batch of many callers as batch.parallel requests in flight together, each caller's checks in one of them, in order", async () => {
       const tenantId = newTenant();
       await perUser(tenantId, 2);

@@ -27,7 +27,7 @@ import { randomUUID } from "node:crypto";
 import { authorize, may, type Principal } from "../../domain/access.js";
 import type { BucketOutcome, LimitParams } from "../../domain/algorithms/index.js";
 import type { Override } from "../../domain/override.js";
-import { isNearLimit, type Decision, type DecisionSource, type RuleResult } from "../../domain/decision.js";
+import { isNearLimit, retryAfterOf, type Decision, type DecisionSource, type RuleResult } from "../../domain/decision.js";
 import type { LimitEvent } from "../../domain/events.js";
 import { decodeLease, encodeLease, memberOf, type Lease, type LeasedBucket } from "../../domain/lease.js";
 import { rank, type Rankable } from "../../domain/most-restrictive.js";
@@ -387,7 +387,7 @@ export class Limiter {
           limit: params.capacity,
           remaining: outcome.remaining,
           resetAt: new Date(outcome.resetAtMs),
-          retryAfter: retryAfterMs === null ? null : secondsUntil(retryAfterMs, 0),
+          retryAfter: retryAfterOf(retryAfterMs),
           retryAfterMs,
           delayMs: outcome.delayMs,
           consulted,
