@@ -89,7 +89,7 @@ export function isNearLimit(conforming: boolean, remaining: number, limit: numbe
   return conforming && remaining * 10 < limit;
 }
 
-/** A rule result's retryAfter: its retryAfterMs in whole seconds, rounded up (null: no wait). */
+/** A wait's retryAfter (a rule result's, a ban's): its retryAfterMs in whole seconds, rounded up (null: no wait). */
 export function retryAfterOf(retryAfterMs: number | null): number | null {
   return retryAfterMs === null ? null : Math.max(0, Math.ceil(retryAfterMs / 1000));
 }

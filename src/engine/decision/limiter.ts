@@ -522,7 +522,7 @@ function eventBase(request: CheckRequest, result: RuleResult, at: Date): LimitEv
  */
 function screenedDecision({ admit, reason }: Screening, nowMs: number): Decision {
   const retryAfterMs = admit || reason.until === null ? null : Math.max(1, reason.until.getTime() - nowMs);
-  const retryAfter = retryAfterMs === null ? null : secondsUntil(retryAfterMs, 0);
+  const retryAfter = retryAfterOf(retryAfterMs);
   return {
     ...NO_RULE,
     allowed: admit,
