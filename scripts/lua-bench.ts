@@ -198,9 +198,13 @@ async function againstBaseline(redis: Redis, port: number, current: Version & { 
   console.log(line("decide.lua (working tree), 1 FCALL", decide!));
   console.log(line(`decide_each of ${CHECKS_EACH} checks, per check`, each!));
   console.log(line("rate-limiter-flexible, 3 EVALSHA (summed)", rlf!));
-  const met = decide!.saturatedUs <= rlf!.saturatedUs && decide!.usecPerCall <= rlf!.usecPerCall;
+  // The goal's measure is redis-benchmark's, at saturation: what Redis spends to read, run and answer a check's commands
+  // (issue 13's "25 µs against 12" was 1 / the ceiling). usec_per_call leaves out reading and answering, which three
+  // commands pay three times; it is shown beside the goal, not counted in it.
+  const saturated = decide!.saturatedUs / rlf!.saturatedUs;
+  const commandAlone = decide!.usecPerCall / rlf!.usecPerCall;
   console.log(
-    `  decide.lua / rate-limiter-flexible: ${(decide!.saturatedUs / rlf!.saturatedUs).toFixed(2)}x at saturation, ${(decide!.usecPerCall / rlf!.usecPerCall).toFixed(2)}x usec_per_call (goal <= 1: ${met ? "met" : "NOT met"})`,
+    `  decide.lua / rate-limiter-flexible: ${saturated.toFixed(2)}x at saturation (goal <= 1: ${saturated <= 1 ? "met" : "NOT met"}), ${commandAlone.toFixed(2)}x usec_per_call (the command alone, ${commandAlone <= 1 ? "no more" : "more"} than the three scripts')`,
   );
   console.log(`  decide_each per check / rate-limiter-flexible: ${(each!.saturatedUs / rlf!.saturatedUs).toFixed(2)}x at saturation, ${(each!.usecPerCall / rlf!.usecPerCall).toFixed(2)}x usec_per_call`);
 }
