@@ -148,6 +148,24 @@ function migrationCases(open: () => Promise<Target>): void {
     }
   });
 
+  it("numbers the revisions written before the revision sequence, and draws larger numbers for the ones after", async () => {
+    const { sql } = await open();
+    const all = readMigrations();
+    const sequence = all.findIndex((m) => m.name.endsWith("_rule_revision_sequence"));
+    expect(sequence).toBeGreaterThan(0);
+    await migrate(sql, all.slice(0, sequence));
+    const revision = (ruleId: string) =>
+      sql.query(`INSERT INTO "rule_revisions" ("rule_id", "version", "tenant_id", "kind", "changed_at") VALUES ($1, 1, 't', 'CREATED', now())`, [ruleId]);
+    await revision("before-1");
+    await revision("before-2");
+    expect(await migrate(sql)).toEqual(all.slice(sequence).map((m) => m.name));
+    await revision("after");
+    const rows = await sql.query<{ rule_id: string; seq: string }>(`SELECT "rule_id", "seq"::text AS seq FROM "rule_revisions"`);
+    const seqOf = new Map(rows.map((r) => [r.rule_id, BigInt(r.seq)]));
+    expect(new Set(seqOf.values()).size).toBe(3);
+    expect(seqOf.get("after")! > seqOf.get("before-1")! && seqOf.get("after")! > seqOf.get("before-2")!).toBe(true);
+  });
+
   it("applies nothing and returns [] when every migration is already applied", async () => {
     const { sql } = await open();
     await migrate(sql);
