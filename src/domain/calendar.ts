@@ -11,6 +11,13 @@
  * over it) the period starts where the jump lands, and when it exists twice
  * (the clocks go back over it) at the first. Each period ends where the next
  * starts, so the periods of a calendar tile time without gap or overlap.
+ *
+ * A MINUTE is the exception: it is always the 60 seconds of a UTC minute.
+ * Every offset in use today is a whole number of minutes, so these are the
+ * wall clock's minutes in every zone; read by the rule above, the last
+ * minute before the clocks go back would last until the repeated time had
+ * passed (an hour and a minute in Europe/Berlin, two hours and a minute in
+ * Antarctica/Troll).
  */
 
 import { fnv1a } from "./fnv1a.js";
@@ -37,17 +44,18 @@ export interface Span {
   endMs: number;
 }
 
-const HOUR_MS = 3_600_000;
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
 const DAY_MS = 24 * HOUR_MS;
 
 /**
  * The longest each period can be anywhere: its nominal length plus the
  * largest clock change (2 hours, Antarctica/Troll), except for a minute,
- * which no clock change of today splits. Stores keep a period's counts this
+ * which is always 60 seconds (see above). Stores keep a period's counts this
  * long twice over (the period and the next, which THROTTLE queues into).
  */
 export const LONGEST_PERIOD_MS: Record<CalendarPeriod, number> = {
-  MINUTE: 60_000,
+  MINUTE: MINUTE_MS,
   HOUR: 3 * HOUR_MS,
   DAY: DAY_MS + 2 * HOUR_MS,
   WEEK: 7 * DAY_MS + 2 * HOUR_MS,
@@ -70,6 +78,7 @@ export function canonicalTimeZone(name: string): string | null {
 
 /** The period of `calendar` that contains `nowMs`: startMs <= nowMs < endMs. */
 export function calendarPeriod(nowMs: number, calendar: Calendar): Span {
+  if (calendar.period === "MINUTE") return utcMinuteOf(nowMs);
   const wall = wallClock(nowMs, calendar.timeZone);
   const firstWall = periodStartWall(wall, calendar);
   let span = { startMs: instantOf(firstWall, calendar.timeZone), endMs: instantOf(addPeriod(firstWall, calendar.period), calendar.timeZone) };
@@ -123,8 +132,14 @@ const boundaryCache = new Map<string, readonly number[]>();
 const MOST_CACHED_CALENDARS = 1000;
 
 function nextSpan(span: Span, calendar: Calendar): Span {
+  if (calendar.period === "MINUTE") return utcMinuteOf(span.endMs);
   const firstWall = periodStartWall(wallClock(span.endMs, calendar.timeZone), calendar);
   return { startMs: span.endMs, endMs: instantOf(addPeriod(firstWall, calendar.period), calendar.timeZone) };
+}
+
+function utcMinuteOf(ms: number): Span {
+  const startMs = ms - (((ms % MINUTE_MS) + MINUTE_MS) % MINUTE_MS);
+  return { startMs, endMs: startMs + MINUTE_MS };
 }
 
 /** A wall-clock time as the UTC epoch milliseconds of the same fields (so Date.UTC's arithmetic on fields applies). */

@@ -76,28 +76,68 @@ describe("calendarPeriod", () => {
     expect(span("2026-10-25T12:00:00Z", berlin("WEEK", "MONDAY")).hours).toBe(169);
   });
 
-  it("holds now in [start, end) and tiles time: each period starts where the one before ends (property)", () => {
+  it("keeps a minute 60 seconds through a fall-back, where the wall clock's 02:59 would last until 03:00 came round again", () => {
+    expect(span("2026-10-25T00:59:30Z", berlin("MINUTE"))).toEqual({ start: "2026-10-25T00:59:00.000Z", end: "2026-10-25T01:00:00.000Z", hours: 1 / 60 });
+    expect(span("2026-10-25T01:30:10Z", berlin("MINUTE"))).toEqual({ start: "2026-10-25T01:30:00.000Z", end: "2026-10-25T01:31:00.000Z", hours: 1 / 60 });
+    // Antarctica/Troll goes back two hours, from +02 to +00, at 01:00 UTC.
+    const troll: Calendar = { period: "MINUTE", timeZone: "Antarctica/Troll", weekStartsOn: null };
+    expect(span("2026-10-25T00:59:00Z", troll)).toEqual({ start: "2026-10-25T00:59:00.000Z", end: "2026-10-25T01:00:00.000Z", hours: 1 / 60 });
+    // India's half-hour offset leaves its minutes the UTC minutes.
+    expect(span("2026-12-06T10:15:42Z", { period: "MINUTE", timeZone: "Asia/Kolkata", weekStartsOn: null }).start).toBe("2026-12-06T10:15:00.000Z");
+  });
+
+  describe("holds now in [start, end) and tiles time: each period starts where the one before ends (property)", () => {
     const zones = ["UTC", "Europe/Berlin", "America/New_York", "America/Santiago", "Australia/Lord_Howe", "Asia/Kolkata", "Antarctica/Troll", "Pacific/Chatham", "Pacific/Kiritimati", "America/St_Johns"];
-    const calendars = fc.record({
-      period: fc.constantFrom(...CALENDAR_PERIODS),
-      timeZone: fc.constantFrom(...zones),
-      weekStartsOn: fc.constantFrom(...WEEKDAYS),
+    const holdsAndTiles = (calendar: Calendar, now: number) => {
+      const { startMs, endMs } = calendarPeriod(now, calendar);
+      expect(startMs).toBeLessThanOrEqual(now);
+      expect(now).toBeLessThan(endMs);
+      expect(endMs - startMs).toBeLessThanOrEqual(LONGEST_PERIOD_MS[calendar.period]);
+      expect(calendarPeriod(endMs, calendar).startMs).toBe(endMs);
+      expect(calendarPeriod(startMs - 1, calendar).endMs).toBe(startMs);
+    };
+    const calendarIn = (timeZone: string) =>
+      fc.record({ period: fc.constantFrom(...CALENDAR_PERIODS), weekStartsOn: fc.constantFrom(...WEEKDAYS) }).map(
+        ({ period, weekStartsOn }): Calendar => ({ period, timeZone, weekStartsOn: period === "WEEK" ? weekStartsOn : null }),
+      );
+
+    it("at any instant of 2024 to 2031", () => {
+      const instants = fc.integer({ min: Date.UTC(2024, 0, 1), max: Date.UTC(2032, 0, 1) });
+      fc.assert(
+        fc.property(fc.constantFrom(...zones).chain(calendarIn), instants, holdsAndTiles),
+        { numRuns: 400 },
+      );
     });
-    const instants = fc.integer({ min: Date.UTC(2024, 0, 1), max: Date.UTC(2032, 0, 1) });
-    fc.assert(
-      fc.property(calendars, instants, (drawn, now) => {
-        const calendar: Calendar = { ...drawn, weekStartsOn: drawn.period === "WEEK" ? drawn.weekStartsOn : null };
-        const { startMs, endMs } = calendarPeriod(now, calendar);
-        expect(startMs).toBeLessThanOrEqual(now);
-        expect(now).toBeLessThan(endMs);
-        expect(endMs - startMs).toBeLessThanOrEqual(LONGEST_PERIOD_MS[calendar.period]);
-        expect(calendarPeriod(endMs, calendar).startMs).toBe(endMs);
-        expect(calendarPeriod(startMs - 1, calendar).endMs).toBe(startMs);
-      }),
-      { numRuns: 400 },
-    );
+
+    // Drawn evenly, an instant falls within hours of a clock change about
+    // once in a thousand runs: these are drawn around the changes themselves.
+    it("within three hours of each clock change of 2026 and 2027", () => {
+      const changes = zones.flatMap((timeZone) => clockChanges(timeZone, Date.UTC(2026, 0, 1), Date.UTC(2028, 0, 1)).map((ms) => ({ timeZone, ms })));
+      expect(changes.length).toBeGreaterThanOrEqual(24);
+      const nearChanges = fc
+        .constantFrom(...changes)
+        .chain(({ timeZone, ms }) => fc.tuple(calendarIn(timeZone), fc.integer({ min: ms - 3 * HOUR, max: ms + 3 * HOUR })));
+      fc.assert(
+        fc.property(nearChanges, ([calendar, now]) => holdsAndTiles(calendar, now)),
+        { numRuns: 400 },
+      );
+    });
   });
 });
+
+/** The hours of [fromMs, toMs) at whose end `timeZone`'s offset from UTC had changed, read through Intl independently of calendar.ts. */
+function clockChanges(timeZone: string, fromMs: number, toMs: number): number[] {
+  const format = new Intl.DateTimeFormat("en-US", { timeZone, timeZoneName: "longOffset" });
+  const offsetAt = (ms: number) => format.formatToParts(ms).find((part) => part.type === "timeZoneName")!.value;
+  const changes: number[] = [];
+  let before = offsetAt(fromMs);
+  for (let ms = fromMs + HOUR; ms < toMs; ms += HOUR) {
+    const offset = offsetAt(ms);
+    if (offset !== before) changes.push(ms);
+    before = offset;
+  }
+  return changes;
+}
 
 describe("calendarBoundaries", () => {
   it("gives six consecutive boundaries, now in the third period", () => {
