@@ -4,34 +4,16 @@
  * exits 0.
  */
 
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { request } from "node:http";
 import { createClient } from "graphql-ws";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { testAdminToken } from "../harness/in-process-app.js";
 import { freePort } from "../harness/free-port.js";
+import { startServiceProcess } from "../harness/service-process.js";
 
-const ROOT = new URL("../../", import.meta.url).pathname;
 const TOKEN = testAdminToken();
-
-async function startService(port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: "memory://", LOG_LEVEL: "error", SHUTDOWN_TIMEOUT_MS: "5000", ADMIN_TOKEN: TOKEN },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) return child;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill("SIGKILL");
-  throw new Error("the service did not start");
-}
 
 describe("shutdown on SIGTERM", () => {
   let child: ChildProcess | null = null;
@@ -39,10 +21,10 @@ describe("shutdown on SIGTERM", () => {
     if (child && child.exitCode === null) child.kill("SIGKILL");
   });
 
-  // The start alone may take startService's 30 s on a loaded machine (tsx compiles the sources): room for it and the rest.
+  // The start alone may take startServiceProcess's 30 s on a loaded machine (tsx compiles the sources): room for it and the rest.
   it("finishes the request in flight, closes subscriptions with 1001, and exits 0", { timeout: 60_000 }, async () => {
     const port = await freePort();
-    child = await startService(port);
+    child = await startServiceProcess(port, { SHUTDOWN_TIMEOUT_MS: "5000", ADMIN_TOKEN: TOKEN });
     const exited = new Promise<number | null>((resolve) => child!.once("exit", (code) => resolve(code)));
 
     const closeCode = new Promise<number>((resolve) => {
