@@ -202,7 +202,8 @@ Inlined here: beyondCapacity (refused with the rule's window), and in
 evaluate_sliding_window_counter weight, the usage of a state of this window
 or the last (age) and divCeil (see "Speed"). With no twin, as they handle
 Redis's storage: int, decode_state, state_text, horizon_ms, read_bucket,
-settle_page, append_log, hold_lease and the release's functions.
+settle_page, log_entry, evaluate_log_bucket, append_log, hold_lease and the
+release's functions.
 
 Speed. Redis runs this Lua in an interpreter where each operation costs
 about fifty machine instructions, a table access about a hundred, a call of
@@ -682,14 +683,25 @@ local function evaluate_meter(r, spec, value, now, cost, leaky)
   return admitted(r, meter_state(owed, since, limit, window_ms), delay, if_remaining, if_reset, remaining, reset)
 end
 
+-- A log holds only the integers this script writes. One holding anything
+-- else (written by another hand) is read as empty, and the next admission
+-- trims it away, as a state that cannot be decoded is read as absent
+-- (decode_state): read as it is, every check of its bucket would fail until
+-- the log expired, which a log written without a TTL never does.
+local unreadable_log = {}
+
+local function log_entry(key, index)
+  return tonumber(call('LINDEX', key, index)) or error(unreadable_log)
+end
+
 -- The index of the log's first entry released after `cutoff` (the list is
 -- sorted): one LINDEX in the usual case, a binary search over a dead prefix.
 local function sliding_window_log_live(key, cutoff, length)
-  if length == 0 or tonumber(call('LINDEX', key, 0)) > cutoff then return 0 end
+  if length == 0 or log_entry(key, 0) > cutoff then return 0 end
   local lo, hi = 1, length
   while lo < hi do
     local mid = floor((lo + hi) / 2)
-    if tonumber(call('LINDEX', key, mid)) > cutoff then hi = mid else lo = mid + 1 end
+    if log_entry(key, mid) > cutoff then hi = mid else lo = mid + 1 end
   end
   return lo
 end
@@ -703,14 +715,13 @@ end
 
 -- SLIDING_WINDOW_LOG reads its list directly and changes nothing; entries
 -- that have left the window are dropped by the call that appends.
-local function evaluate_sliding_window_log(r, spec, now, cost)
+local function evaluate_sliding_window_log(r, spec, now, cost, length)
   local key, limit, window_ms = r.key, spec.limit, spec.window_ms
-  local length = call('LLEN', key)
   local first = sliding_window_log_live(key, now - window_ms, length)
   local count = length - first
   r.dead = first
   local last = nil
-  if count > 0 then last = tonumber(call('LINDEX', key, -1)) end
+  if count > 0 then last = log_entry(key, -1) end
   local remaining, reset = sliding_window_log_usage(limit, window_ms, now, count, last)
   if cost > limit then return refused(r, window_ms, remaining, reset) end
   local throttle = spec.action == ACTION_THROTTLE
@@ -719,7 +730,7 @@ local function evaluate_sliding_window_log(r, spec, now, cost)
   if throttle and last then not_before = max(now, last) end
   local release = not_before
   if must_leave > 0 then
-    release = max(not_before, tonumber(call('LINDEX', key, first + must_leave - 1)) + window_ms)
+    release = max(not_before, log_entry(key, first + must_leave - 1) + window_ms)
   end
   local wait = release - now
   local allowed_wait = 0
@@ -731,6 +742,17 @@ local function evaluate_sliding_window_log(r, spec, now, cost)
   if last then stamp = max(release, last) end
   local if_remaining, if_reset = sliding_window_log_usage(limit, window_ms, now, count + cost, stamp)
   return admitted(r, stamp, wait, if_remaining, if_reset, remaining, reset)
+end
+
+-- A log bucket: its length, then its entries as evaluate_sliding_window_log
+-- reads them, or none when one cannot be read (log_entry).
+local function evaluate_log_bucket(r, spec, now, cost)
+  local length = call('LLEN', r.key)
+  local read, failure = pcall(evaluate_sliding_window_log, r, spec, now, cost, length)
+  if read then return end
+  if failure ~= unreadable_log then error(failure, 0) end
+  evaluate_sliding_window_log(r, spec, now, cost, 0)
+  r.dead = length
 end
 
 local function append_log(key, dead, release, cost, now, window_ms)
@@ -1044,7 +1066,7 @@ local function decide_call(keys, k0, args, a0, count, cost, mode, now)
       r.key = keys[key_index]
       key_index = key_index + 1
       if algorithm == ALGO_SLIDING_WINDOW_LOG then
-        evaluate_sliding_window_log(r, spec, now, cost)
+        evaluate_log_bucket(r, spec, now, cost)
       else
         evaluate_concurrency(r, spec, now)
       end

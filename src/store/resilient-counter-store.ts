@@ -42,7 +42,7 @@ export interface ResilientCounterStoreOptions {
   onBreakerChange?: (shard: string, state: BreakerState) => void;
   /**
    * Told when the store answered but could not decide a call on its own
-   * buckets (a key of another type, a bucket state it cannot read): the call
+   * buckets (a key of another type, a calendar period its clock is not in): the call
    * goes by failure mode, and the shard, which answered, is not held to blame.
    */
   onCallFailed?: (error: unknown) => void;

@@ -261,6 +261,32 @@ describe.runIf(await redisAvailable())("decide.lua", () => {
     expect(await redis.lrange(key, 0, -1)).toEqual([String(T0 + 1_500), String(T0 + 10_500)]); // trimmed by the call that appends
   });
 
+  it("reads a SLIDING_WINDOW_LOG list holding what it never writes as empty, and the next admission trims it away", async () => {
+    const log = (limit: number): BucketRef => ({ ruleId: "r2", key: "ip:10.0.0.1", params: { algorithm: "SLIDING_WINDOW_LOG", limit, windowMs: 10_000, capacity: limit, action: "REJECT" } });
+    const key = `${prefix}{r2:0}:l:ip:10.0.0.1`;
+    // Written by another hand, without a TTL: read as it is, it would fail every check of its bucket for good.
+    await redis.rpush(key, "garbage");
+    const dryRun = await check([log(5)], 1, true);
+    expect(dryRun).toMatchObject({ allowed: true, outcomes: [{ remaining: 4 }] });
+    expect(await redis.lrange(key, 0, -1)).toEqual(["garbage"]);
+    expect((await check([log(5)])).outcomes[0]!.remaining).toBe(4);
+    expect(await redis.lrange(key, 0, -1)).toEqual([String(T0)]);
+    expect(await redis.pttl(key)).toBeGreaterThan(9_000);
+
+    // Wherever the entry that cannot be read is met: as the newest, as the one a request waits
+    // for to leave (the second, when two must leave), or in the search past the dead ones.
+    for (const entries of [
+      [String(T0 - 2_000), String(T0 - 1_000), "junk"],
+      [String(T0 - 2_000), "junk", String(T0 - 500)],
+      [String(T0 - 20_000), "junk", String(T0 - 500)],
+    ]) {
+      await redis.del(key);
+      await redis.rpush(key, ...entries);
+      expect(await check([log(2)])).toMatchObject({ allowed: true, outcomes: [{ remaining: 1 }] });
+      expect(await redis.lrange(key, 0, -1)).toEqual([String(T0)]);
+    }
+  });
+
   it("hashes long bucket keys into a bounded field", async () => {
     const long: BucketRef = { ...fixedWindow, key: `user:${"x".repeat(300)}` };
     await check([long]);

@@ -6,7 +6,7 @@
  */
 
 import type { Cluster, Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { LimitParams } from "../../src/domain/algorithms/index.js";
 import { UnavailableError } from "../../src/domain/errors.js";
 import type { BucketRef, CounterReply } from "../../src/domain/ports.js";
@@ -215,25 +215,31 @@ describe("ResilientCounterStore on a Redis that dies", () => {
     expect(alsoHealthy!.degraded).toBeUndefined();
   });
 
-  it("never opens the breaker for a bucket Redis answers it cannot decide (a key of another type, a log decide.lua cannot read): that call alone goes by failure mode", async () => {
+  it("never opens the breaker for a bucket Redis answers it cannot decide (a key of another type, a calendar period Redis's clock is not in): that call alone goes by failure mode", async () => {
     const failed: unknown[] = [];
     store = await patientStore({ onCallFailed: (error) => failed.push(error) });
     const layout = new KeyLayout("fg:", 16);
     const wrongType = bucket("wrong-type", "CLOSED");
     await admin.set(layout.keysOf(wrongType.ruleId, layout.field(wrongType.key)).pageA, "not a hash");
-    const unreadableLog: BucketRef = { ...bucket("unreadable-log", "CLOSED"), params: { ...params(10), algorithm: "SLIDING_WINDOW_LOG" } };
-    await admin.rpush(layout.keysOf(unreadableLog.ruleId, layout.field(unreadableLog.key)).log, "not a timestamp");
-    // Twice the breaker's threshold, alone (one FCALL each) and beside healthy calls (decide_each).
-    for (let i = 0; i < 6; i++) {
-      expect(await check([wrongType])).toMatchObject({ allowed: false, degraded: true });
-      expect(await check([unreadableLog])).toMatchObject({ allowed: false, degraded: true });
-      const [poisoned, healthy] = await store.decide([
-        { buckets: [unreadableLog], cost: 1, dryRun: false },
-        { buckets: [bucket("fine", "CLOSED")], cost: 1, dryRun: false },
-      ]);
-      expect(poisoned).toMatchObject({ allowed: false, degraded: true });
-      expect(healthy).toMatchObject({ allowed: true, outcomes: [{ remaining: 9 - i }] });
-      expect(healthy!.degraded).toBeUndefined();
+    // This instance's clock a month ahead of Redis's: the six days it sends a DAY rule hold none of Redis's now, and decide.lua fails the call.
+    const monthAhead: BucketRef = { ...bucket("month-ahead", "CLOSED"), params: { ...params(10), calendar: { period: "DAY", timeZone: "UTC", weekStartsOn: null } } };
+    const realNow = Date.now.bind(Date);
+    const instanceClock = vi.spyOn(Date, "now").mockImplementation(() => realNow() + 30 * 86_400_000);
+    try {
+      // Twice the breaker's threshold, alone (one FCALL each) and beside healthy calls (decide_each).
+      for (let i = 0; i < 6; i++) {
+        expect(await check([wrongType])).toMatchObject({ allowed: false, degraded: true });
+        expect(await check([monthAhead])).toMatchObject({ allowed: false, degraded: true });
+        const [poisoned, healthy] = await store.decide([
+          { buckets: [monthAhead], cost: 1, dryRun: false },
+          { buckets: [bucket("fine", "CLOSED")], cost: 1, dryRun: false },
+        ]);
+        expect(poisoned).toMatchObject({ allowed: false, degraded: true });
+        expect(healthy).toMatchObject({ allowed: true, outcomes: [{ remaining: 9 - i }] });
+        expect(healthy!.degraded).toBeUndefined();
+      }
+    } finally {
+      instanceClock.mockRestore();
     }
     expect(store.breakerStates()).toEqual({ [`127.0.0.1:${redis.port}`]: "closed" });
     expect(failed).toHaveLength(18);

@@ -311,8 +311,9 @@ const LEASE_RELEASE_PARAMS: LimitParams = { algorithm: "CONCURRENCY", limit: 1, 
  * Whether a command's error says its shard is failing (unreachable, too slow,
  * out of memory, read-only, loading, ...), rather than Redis answering that
  * this one command could not run on its own buckets: a key of another type
- * where a bucket lives (WRONGTYPE), or a bucket state or argument decide.lua
- * cannot read (a Lua error of the function: "ERR user_function:<line>: ...",
+ * where a bucket lives (WRONGTYPE), or an argument decide.lua cannot read or a
+ * calendar period Redis's clock is not in (a Lua error of the function:
+ * "ERR user_function:<line>: ...",
  * without "ERR " when decide_each caught it for one of its calls, or
  * decide_each's own refusal of a call it does not run).
  * Such a command fails its call alone, decided by failure mode, and leaves
