@@ -313,9 +313,9 @@ const LEASE_RELEASE_PARAMS: LimitParams = { algorithm: "CONCURRENCY", limit: 1, 
  * this one command could not run on its own buckets: a key of another type
  * where a bucket lives (WRONGTYPE), or an argument decide.lua cannot read or a
  * calendar period Redis's clock is not in (a Lua error of the function:
- * "ERR user_function:<line>: ...",
- * without "ERR " when decide_each caught it for one of its calls, or
- * decide_each's own refusal of a call it does not run).
+ * "ERR user_function:<line>: ...", without "ERR " when decide_each caught it
+ * for one of its calls, or decide_each's own refusal of a call it does not
+ * run).
  * Such a command fails its call alone, decided by failure mode, and leaves
  * the shard's breaker be: Redis answered. Held against the shard, one
  * poisoned bucket checked a few times in a row opened the breaker and
